@@ -1,0 +1,58 @@
+# kafkars developer commands. `make help` lists them.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+export VIRTUAL_ENV := $(abspath $(VENV))
+export PATH := $(abspath $(VENV))/bin:$(PATH)
+export JAVA_HOME ?= $(shell dirname $$(dirname $$(readlink -f $$(command -v java) 2>/dev/null)) 2>/dev/null)
+
+.DEFAULT_GOAL := help
+.PHONY: help system-deps venv dev run test test-rust test-python lint fmt bench bench-rust conformance clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+
+system-deps: ## install the Debian packages the tests use (kcat)
+	@command -v kcat >/dev/null || { apt-get update -qq && apt-get install -y -qq kcat; }
+
+$(VENV)/.stamp: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip maturin
+	touch $@
+
+venv: $(VENV)/.stamp
+
+dev: venv ## build the Rust core (release) and install kafkars into .venv with test extras
+	$(VENV)/bin/maturin develop --release --extras test,dev -q
+
+run: dev ## start one broker on 127.0.0.1:9092 with data in ./kafkars-data
+	$(VENV)/bin/kafkars-server-start $(ARGS)
+
+test: system-deps dev test-rust test-python ## run every test (what CI runs)
+
+test-rust: ## Rust unit and property tests
+	cargo test --workspace --exclude kafkars-python -q
+
+test-python: ## Python tests against real brokers and clients
+	$(PY) -m pytest -q
+
+lint: venv ## cargo fmt, clippy -D warnings, ruff, mypy
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets -q -- -D warnings
+	$(VENV)/bin/ruff check python tests bench spark_udfs
+	$(VENV)/bin/ruff format --check python tests bench spark_udfs
+	$(VENV)/bin/mypy
+
+fmt: venv ## format Rust and Python sources
+	cargo fmt --all
+	$(VENV)/bin/ruff format python tests bench spark_udfs
+	$(VENV)/bin/ruff check --fix python tests bench spark_udfs
+
+bench-rust: ## Criterion benches of the Rust crates
+	cargo bench --workspace --exclude kafkars-python
+
+bench: dev bench-rust ## all benchmarks (Criterion + pytest-benchmark)
+	$(PY) -m pytest bench --benchmark-enable -q
+
+clean: ## remove build outputs and the venv
+	rm -rf target $(VENV) .pytest_cache

@@ -1,0 +1,1 @@
+"""pytest plugin: fixtures that hand a test a running kafkars broker."""
