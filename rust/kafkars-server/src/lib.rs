@@ -1,1 +1,27 @@
-//! placeholder
+//! The kafkars network layer, after Kafka's `SocketServer`.
+//!
+//! One acceptor per listener hands connections round-robin to `num.network.threads`
+//! processors (each a single-threaded tokio runtime on its own thread). A processor reads
+//! size-prefixed frames, parses the request header and puts a [`Request`] on the shared,
+//! bounded [`RequestChannel`]; a full channel stops the reading connection (back-pressure,
+//! never a drop). Handler threads ([`RequestHandlerPool`]) answer through the request's
+//! [`Responder`]; the connection writes responses in request order, sending file regions
+//! with `sendfile(2)`.
+
+mod config;
+mod connection;
+mod connection_quotas;
+mod frame;
+mod handler_pool;
+mod request_channel;
+mod send;
+mod socket_server;
+
+pub use config::{EndPoint, SocketServerConfig};
+pub use frame::RequestHeader;
+pub use handler_pool::RequestHandlerPool;
+pub use request_channel::{
+    FileRegion, Request, RequestChannel, RequestContext, Responder, Response, ResponseChunk,
+    ResponseSend,
+};
+pub use socket_server::{BoundListener, SocketServer};

@@ -1,0 +1,199 @@
+//! One client connection: a reader that turns frames into requests and a writer that sends
+//! their responses back in request order.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::{Buf, BufMut, BytesMut};
+use tokio::io::AsyncReadExt;
+use tokio::net::TcpStream;
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::sync::{Notify, mpsc, oneshot, watch};
+use tokio::time::{Instant as Deadline, sleep_until};
+use tracing::debug;
+
+use crate::config::SocketServerConfig;
+use crate::connection_quotas::ConnectionSlot;
+use crate::frame::{FrameError, RequestHeader, parse_header};
+use crate::request_channel::{
+    Request, RequestContext, Responder, Response, ResponseChunk, ResponseSend,
+};
+use crate::send::write_response;
+
+/// Kafka's error code for an API key or version the broker does not serve.
+const UNSUPPORTED_VERSION: i16 = 35;
+
+/// A response slot in request order: either already known or still with a handler.
+enum Pending {
+    Ready(Response),
+    Waiting(oneshot::Receiver<Response>),
+}
+
+/// Reads size-prefixed frames into a buffer that survives cancellation, so idle and
+/// shutdown checks can interrupt a read without losing bytes (check, then parse).
+struct FrameReader {
+    half: OwnedReadHalf,
+    buffer: BytesMut,
+    max_size: usize,
+}
+
+impl FrameReader {
+    /// The next complete frame, `Ok(None)` at a clean end of stream. Cancellation safe.
+    async fn read_frame(&mut self) -> Result<Option<BytesMut>, FrameError> {
+        loop {
+            if self.buffer.len() >= 4 {
+                let size = i32::from_be_bytes(self.buffer[..4].try_into().expect("4 bytes"));
+                if size < 0 {
+                    return Err(FrameError::Negative(size));
+                }
+                let size = size as usize;
+                if size > self.max_size {
+                    return Err(FrameError::TooLarge {
+                        size: size as i64,
+                        max: self.max_size,
+                    });
+                }
+                if self.buffer.len() >= 4 + size {
+                    self.buffer.advance(4);
+                    return Ok(Some(self.buffer.split_to(size)));
+                }
+                self.buffer.reserve(4 + size - self.buffer.len());
+            } else {
+                self.buffer.reserve(4096);
+            }
+            if self.half.read_buf(&mut self.buffer).await? == 0 {
+                return if self.buffer.is_empty() {
+                    Ok(None)
+                } else {
+                    Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof).into())
+                };
+            }
+        }
+    }
+}
+
+pub(crate) struct ConnectionHandler {
+    pub(crate) context: Arc<RequestContext>,
+    pub(crate) requests: async_channel::Sender<Request>,
+    pub(crate) config: Arc<SocketServerConfig>,
+    pub(crate) shutdown: watch::Receiver<bool>,
+    pub(crate) slot: ConnectionSlot,
+}
+
+impl ConnectionHandler {
+    pub(crate) async fn run(mut self, stream: TcpStream) {
+        let _ = stream.set_nodelay(true);
+        let (read_half, write_half) = stream.into_split();
+        let (pending_tx, pending_rx) =
+            mpsc::channel(self.config.max_in_flight_per_connection.max(1));
+        let closed = Arc::new(Notify::new());
+        let writer = tokio::spawn(write_loop(write_half, pending_rx, Arc::clone(&closed)));
+        let mut reader = FrameReader {
+            half: read_half,
+            buffer: BytesMut::new(),
+            max_size: self.config.socket_request_max_bytes,
+        };
+        if let Err(reason) = self.read_loop(&mut reader, &pending_tx, &closed).await {
+            debug!(connection = self.context.connection_id, %reason, "closing connection");
+        }
+        // Responses already promised still go out; then the writer ends.
+        drop(pending_tx);
+        let _ = writer.await;
+        drop(self.slot);
+    }
+
+    async fn read_loop(
+        &mut self,
+        reader: &mut FrameReader,
+        pending: &mpsc::Sender<Pending>,
+        closed: &Notify,
+    ) -> Result<(), String> {
+        let idle = self.config.connections_max_idle;
+        let mut deadline = Deadline::now() + idle;
+        loop {
+            let frame = tokio::select! {
+                _ = self.shutdown.changed() => return Ok(()),
+                _ = closed.notified() => return Ok(()),
+                _ = sleep_until(deadline) => {
+                    // Only a connection with nothing in flight is idle.
+                    if pending.capacity() == pending.max_capacity() {
+                        return Err("idle longer than connections.max.idle.ms".into());
+                    }
+                    deadline = Deadline::now() + idle;
+                    continue;
+                }
+                frame = reader.read_frame() => frame,
+            };
+            let frame = match frame {
+                Ok(Some(frame)) => frame,
+                Ok(None) => return Ok(()),
+                Err(e) => return Err(e.to_string()),
+            };
+            deadline = Deadline::now() + idle;
+            let (header, body) = parse_header(frame).map_err(|e| e.to_string())?;
+            if header.unsupported_version
+                && header.api != Some(kafka_protocol::messages::ApiKey::ApiVersions)
+            {
+                // Nothing can encode this API or version; answer with the bare error code so
+                // the client is not left waiting, and keep the connection.
+                let send = unsupported_response(&header);
+                pending
+                    .send(Pending::Ready(Response::Send(send)))
+                    .await
+                    .map_err(|_| "writer gone")?;
+                continue;
+            }
+            let (tx, rx) = oneshot::channel();
+            pending
+                .send(Pending::Waiting(rx))
+                .await
+                .map_err(|_| "writer gone")?;
+            let request = Request {
+                context: Arc::clone(&self.context),
+                header,
+                body,
+                received_at: Instant::now(),
+                responder: Responder(tx),
+            };
+            // Waits while the request channel is full: back-pressure, never a drop.
+            self.requests
+                .send(request)
+                .await
+                .map_err(|_| "request channel closed")?;
+        }
+    }
+}
+
+fn unsupported_response(header: &RequestHeader) -> ResponseSend {
+    let mut body = BytesMut::with_capacity(2);
+    body.put_i16(UNSUPPORTED_VERSION);
+    ResponseSend::new(
+        header.correlation_id,
+        0,
+        vec![ResponseChunk::Bytes(body.freeze())],
+    )
+}
+
+async fn write_loop(
+    mut writer: OwnedWriteHalf,
+    mut pending: mpsc::Receiver<Pending>,
+    closed: Arc<Notify>,
+) {
+    while let Some(slot) = pending.recv().await {
+        let response = match slot {
+            Pending::Ready(response) => response,
+            // A dropped responder means the handler failed: close rather than hang.
+            Pending::Waiting(rx) => rx.await.unwrap_or(Response::Close),
+        };
+        let result = match response {
+            Response::Send(send) => write_response(&mut writer, send).await,
+            Response::NoResponse => Ok(()),
+            Response::Close => Err(std::io::ErrorKind::ConnectionAborted.into()),
+        };
+        if result.is_err() {
+            break;
+        }
+    }
+    closed.notify_one();
+    let _ = tokio::io::AsyncWriteExt::shutdown(&mut writer).await;
+}

@@ -1,0 +1,157 @@
+//! The request channel between processors and handler threads, and what flows back.
+
+use std::fs::File;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use tokio::sync::oneshot;
+
+use crate::frame::RequestHeader;
+
+/// What a handler knows about the connection a request came from.
+#[derive(Debug)]
+pub struct RequestContext {
+    pub connection_id: u64,
+    pub processor_id: usize,
+    pub listener_name: Arc<str>,
+    pub security_protocol: Arc<str>,
+    pub client_addr: SocketAddr,
+}
+
+/// One request read off a connection, waiting for a handler.
+#[derive(Debug)]
+pub struct Request {
+    pub context: Arc<RequestContext>,
+    pub header: RequestHeader,
+    /// The request body after the header, still encoded: handlers decode it off the
+    /// network threads.
+    pub body: Bytes,
+    pub received_at: Instant,
+    pub responder: Responder,
+}
+
+/// The one-shot way back to the connection that read the request. Dropping it without
+/// answering closes that connection, so a lost request never leaves a client hanging.
+#[derive(Debug)]
+pub struct Responder(pub(crate) oneshot::Sender<Response>);
+
+impl Responder {
+    /// Hands the response to the connection; false if the connection is already gone.
+    pub fn send(self, response: Response) -> bool {
+        self.0.send(response).is_ok()
+    }
+}
+
+/// The outcome of one request.
+#[derive(Debug)]
+pub enum Response {
+    Send(ResponseSend),
+    /// Nothing goes back (a Produce with acks=0), but ordering still advances.
+    NoResponse,
+    /// Close the connection once earlier responses have been written.
+    Close,
+}
+
+/// A region of a segment file written to the socket with `sendfile(2)`. The `Arc` keeps the
+/// descriptor open even if the segment is deleted while the response waits.
+#[derive(Clone, Debug)]
+pub struct FileRegion {
+    pub file: Arc<File>,
+    pub position: u64,
+    pub len: usize,
+}
+
+/// A piece of a response on the wire.
+#[derive(Clone, Debug)]
+pub enum ResponseChunk {
+    Bytes(Bytes),
+    File(FileRegion),
+}
+
+impl ResponseChunk {
+    pub fn len(&self) -> usize {
+        match self {
+            ResponseChunk::Bytes(b) => b.len(),
+            ResponseChunk::File(f) => f.len,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A complete response frame: size prefix, response header, then the body chunks.
+#[derive(Debug)]
+pub struct ResponseSend {
+    pub(crate) chunks: Vec<ResponseChunk>,
+}
+
+impl ResponseSend {
+    /// Frames `body` behind a response header for `correlation_id` (`header_version` 1 adds
+    /// the empty tagged-field section of flexible responses).
+    pub fn new(correlation_id: i32, header_version: i16, body: Vec<ResponseChunk>) -> Self {
+        let header_len = if header_version >= 1 { 5 } else { 4 };
+        let body_len: usize = body.iter().map(ResponseChunk::len).sum();
+        let mut head = BytesMut::with_capacity(4 + header_len);
+        head.put_i32((header_len + body_len) as i32);
+        head.put_i32(correlation_id);
+        if header_version >= 1 {
+            head.put_u8(0);
+        }
+        let mut chunks = Vec::with_capacity(body.len() + 1);
+        chunks.push(ResponseChunk::Bytes(head.freeze()));
+        chunks.extend(body.into_iter().filter(|c| !c.is_empty()));
+        Self { chunks }
+    }
+
+    /// Total bytes on the wire, size prefix included.
+    pub fn size_in_bytes(&self) -> usize {
+        self.chunks.iter().map(ResponseChunk::len).sum()
+    }
+
+    pub fn chunks(&self) -> &[ResponseChunk] {
+        &self.chunks
+    }
+}
+
+/// Kafka's `RequestChannel`: one bounded queue (`queued.max.requests`) shared by every
+/// processor. A full queue makes processors wait, which stops them reading sockets.
+#[derive(Clone)]
+pub struct RequestChannel {
+    sender: async_channel::Sender<Request>,
+    receiver: async_channel::Receiver<Request>,
+}
+
+impl RequestChannel {
+    pub fn new(queued_max_requests: usize) -> Self {
+        let (sender, receiver) = async_channel::bounded(queued_max_requests.max(1));
+        Self { sender, receiver }
+    }
+
+    pub(crate) fn sender(&self) -> async_channel::Sender<Request> {
+        self.sender.clone()
+    }
+
+    /// Blocks the calling (handler) thread until a request arrives; `None` once closed and
+    /// drained.
+    pub fn receive(&self) -> Option<Request> {
+        self.receiver.recv_blocking().ok()
+    }
+
+    /// Requests waiting for a handler.
+    pub fn len(&self) -> usize {
+        self.receiver.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.receiver.is_empty()
+    }
+
+    /// Stops accepting requests; handlers drain what is queued and then see `None`.
+    pub fn close(&self) {
+        self.sender.close();
+    }
+}

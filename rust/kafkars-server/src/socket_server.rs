@@ -1,0 +1,268 @@
+//! Kafka's `SocketServer`: acceptors and processors.
+
+use std::io;
+use std::net::{SocketAddr, TcpListener as StdListener, ToSocketAddrs};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use tokio::net::{TcpListener, TcpStream};
+use tokio::runtime::Builder;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinSet;
+use tracing::{debug, info, warn};
+
+use crate::config::{EndPoint, SocketServerConfig};
+use crate::connection::ConnectionHandler;
+use crate::connection_quotas::{ConnectionQuotas, ConnectionSlot};
+use crate::request_channel::{RequestChannel, RequestContext};
+
+/// A listener after binding: `port` 0 in the config becomes the real port here.
+#[derive(Clone, Debug)]
+pub struct BoundListener {
+    pub endpoint: EndPoint,
+    pub local_addr: SocketAddr,
+}
+
+/// A new connection on its way from an acceptor to a processor.
+struct NewConnection {
+    stream: std::net::TcpStream,
+    peer: SocketAddr,
+    endpoint: Arc<(Arc<str>, Arc<str>)>,
+    slot: ConnectionSlot,
+}
+
+/// Runs the acceptor and processor threads until [`SocketServer::shutdown`].
+pub struct SocketServer {
+    bound: Vec<BoundListener>,
+    shutdown: watch::Sender<bool>,
+    threads: Vec<JoinHandle<()>>,
+    quotas: Arc<ConnectionQuotas>,
+}
+
+impl SocketServer {
+    /// Binds every listener (so port 0 resolves before this returns) and starts the
+    /// acceptor and processor threads.
+    pub fn start(config: SocketServerConfig, channel: &RequestChannel) -> io::Result<Self> {
+        let config = Arc::new(config);
+        let (shutdown, shutdown_rx) = watch::channel(false);
+        let quotas = ConnectionQuotas::new(
+            config.max_connections,
+            config.max_connections_per_ip,
+            config.max_connections_per_ip_overrides.clone(),
+        );
+        let mut listeners = Vec::new();
+        let mut bound = Vec::new();
+        for endpoint in &config.listeners {
+            let host = if endpoint.host.is_empty() {
+                "0.0.0.0"
+            } else {
+                endpoint.host.as_str()
+            };
+            let addr = (host, endpoint.port)
+                .to_socket_addrs()?
+                .next()
+                .ok_or_else(|| {
+                    io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        format!("cannot resolve {host}"),
+                    )
+                })?;
+            let listener = StdListener::bind(addr).map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!(
+                        "cannot bind listener {} to {addr}: {e}",
+                        endpoint.listener_name
+                    ),
+                )
+            })?;
+            listener.set_nonblocking(true)?;
+            let local_addr = listener.local_addr()?;
+            info!(listener = %endpoint.listener_name, %local_addr, "listening");
+            bound.push(BoundListener {
+                endpoint: endpoint.clone(),
+                local_addr,
+            });
+            listeners.push((endpoint.clone(), listener));
+        }
+
+        let mut threads = Vec::new();
+        let mut processors = Vec::new();
+        let next_connection_id = Arc::new(AtomicU64::new(0));
+        for id in 0..config.num_network_threads.max(1) {
+            let (tx, rx) = mpsc::unbounded_channel::<NewConnection>();
+            processors.push(tx);
+            let processor = Processor {
+                id,
+                config: Arc::clone(&config),
+                requests: channel.sender(),
+                shutdown: shutdown_rx.clone(),
+                next_connection_id: Arc::clone(&next_connection_id),
+            };
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("kafka-network-thread-{id}"))
+                    .spawn(move || processor.run(rx))?,
+            );
+        }
+        let processors = Arc::new(processors);
+        for (endpoint, listener) in listeners {
+            let acceptor = Acceptor {
+                endpoint: Arc::new((
+                    endpoint.listener_name.as_str().into(),
+                    endpoint.security_protocol.as_str().into(),
+                )),
+                processors: Arc::clone(&processors),
+                quotas: Arc::clone(&quotas),
+                shutdown: shutdown_rx.clone(),
+                config: Arc::clone(&config),
+            };
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!(
+                        "data-plane-kafka-socket-acceptor-{}",
+                        endpoint.listener_name
+                    ))
+                    .spawn(move || acceptor.run(listener))?,
+            );
+        }
+        Ok(Self {
+            bound,
+            shutdown,
+            threads,
+            quotas,
+        })
+    }
+
+    pub fn bound_listeners(&self) -> &[BoundListener] {
+        &self.bound
+    }
+
+    /// Connections currently open.
+    pub fn connection_count(&self) -> usize {
+        self.quotas.total()
+    }
+
+    /// Stops accepting, lets every connection write the responses it owes, then joins the
+    /// threads. Handlers must keep running until this returns.
+    pub fn shutdown(self) {
+        let _ = self.shutdown.send(true);
+        for thread in self.threads {
+            let _ = thread.join();
+        }
+    }
+}
+
+struct Acceptor {
+    endpoint: Arc<(Arc<str>, Arc<str>)>,
+    processors: Arc<Vec<mpsc::UnboundedSender<NewConnection>>>,
+    quotas: Arc<ConnectionQuotas>,
+    shutdown: watch::Receiver<bool>,
+    config: Arc<SocketServerConfig>,
+}
+
+impl Acceptor {
+    fn run(mut self, listener: StdListener) {
+        let runtime = Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("acceptor runtime");
+        runtime.block_on(async move {
+            let listener = match TcpListener::from_std(listener) {
+                Ok(l) => l,
+                Err(e) => return warn!(error = %e, "acceptor could not start"),
+            };
+            let next = AtomicUsize::new(0);
+            loop {
+                let accepted = tokio::select! {
+                    _ = self.shutdown.changed() => return,
+                    accepted = listener.accept() => accepted,
+                };
+                let (stream, peer) = match accepted {
+                    Ok(pair) => pair,
+                    Err(e) => {
+                        // Out of descriptors and the like: back off instead of spinning.
+                        warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        continue;
+                    }
+                };
+                let Some(slot) = self.quotas.try_acquire(peer.ip()) else {
+                    debug!(%peer, "connection refused: max.connections or max.connections.per.ip reached");
+                    continue;
+                };
+                self.configure(&stream);
+                let Ok(stream) = stream.into_std() else { continue };
+                let index = next.fetch_add(1, Ordering::Relaxed) % self.processors.len();
+                let _ = self.processors[index].send(NewConnection {
+                    stream,
+                    peer,
+                    endpoint: Arc::clone(&self.endpoint),
+                    slot,
+                });
+            }
+        });
+    }
+
+    fn configure(&self, stream: &TcpStream) {
+        let socket = rustix::net::sockopt::set_socket_send_buffer_size;
+        if let Some(size) = self.config.socket_send_buffer_bytes {
+            let _ = socket(stream, size);
+        }
+        if let Some(size) = self.config.socket_receive_buffer_bytes {
+            let _ = rustix::net::sockopt::set_socket_recv_buffer_size(stream, size);
+        }
+    }
+}
+
+/// A network thread: owns the connections handed to it and every byte they read or write.
+struct Processor {
+    id: usize,
+    config: Arc<SocketServerConfig>,
+    requests: async_channel::Sender<crate::request_channel::Request>,
+    shutdown: watch::Receiver<bool>,
+    next_connection_id: Arc<AtomicU64>,
+}
+
+impl Processor {
+    fn run(mut self, mut new_connections: mpsc::UnboundedReceiver<NewConnection>) {
+        let runtime = Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("processor runtime");
+        runtime.block_on(async move {
+            let mut connections = JoinSet::new();
+            loop {
+                tokio::select! {
+                    _ = self.shutdown.changed() => break,
+                    Some(_) = connections.join_next(), if !connections.is_empty() => {}
+                    new = new_connections.recv() => {
+                        let Some(new) = new else { break };
+                        let Ok(stream) = TcpStream::from_std(new.stream) else { continue };
+                        let handler = ConnectionHandler {
+                            context: Arc::new(RequestContext {
+                                connection_id: self.next_connection_id.fetch_add(1, Ordering::Relaxed),
+                                processor_id: self.id,
+                                listener_name: Arc::clone(&new.endpoint.0),
+                                security_protocol: Arc::clone(&new.endpoint.1),
+                                client_addr: new.peer,
+                            }),
+                            requests: self.requests.clone(),
+                            config: Arc::clone(&self.config),
+                            shutdown: self.shutdown.clone(),
+                            slot: new.slot,
+                        };
+                        connections.spawn(handler.run(stream));
+                    }
+                }
+            }
+            // Shutdown: connections stop reading and flush what they owe; bound the wait.
+            let drain = async { while connections.join_next().await.is_some() {} };
+            if tokio::time::timeout(Duration::from_secs(30), drain).await.is_err() {
+                connections.abort_all();
+            }
+        });
+    }
+}

@@ -1,0 +1,175 @@
+//! The socket server against real TCP clients: ordering, sendfile, hostile frames.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use kafkars_server::{
+    FileRegion, Request, RequestChannel, RequestHandlerPool, Response, ResponseChunk, ResponseSend,
+    SocketServer, SocketServerConfig,
+};
+
+const METADATA: i16 = 3;
+
+/// Starts a server on a free port whose handler answers each request with a body of
+/// `"<correlation id>:"` followed by the request body and `file`'s contents (sent with
+/// sendfile). Requests whose body starts with `slow` are answered 200 ms later.
+fn start(
+    file: Arc<std::fs::File>,
+    file_len: usize,
+    config: SocketServerConfig,
+) -> (SocketServer, RequestChannel, RequestHandlerPool, u16) {
+    let channel = RequestChannel::new(config.queued_max_requests);
+    let server = SocketServer::start(config, &channel).unwrap();
+    let port = server.bound_listeners()[0].local_addr.port();
+    let handler = Arc::new(move |request: Request| {
+        let file = Arc::clone(&file);
+        let respond = move |request: Request| {
+            let mut body = format!("{}:", request.header.correlation_id).into_bytes();
+            body.extend_from_slice(&request.body);
+            let send = ResponseSend::new(
+                request.header.correlation_id,
+                0,
+                vec![
+                    ResponseChunk::Bytes(Bytes::from(body)),
+                    ResponseChunk::File(FileRegion {
+                        file,
+                        position: 0,
+                        len: file_len,
+                    }),
+                ],
+            );
+            request.responder.send(Response::Send(send));
+        };
+        if request.body.starts_with(b"slow") {
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(200));
+                respond(request);
+            });
+        } else {
+            respond(request);
+        }
+    });
+    let pool = RequestHandlerPool::start(2, &channel, handler).unwrap();
+    (server, channel, pool, port)
+}
+
+fn config() -> SocketServerConfig {
+    let mut config = SocketServerConfig::default();
+    config.listeners[0].port = 0;
+    config.num_network_threads = 2;
+    config.socket_request_max_bytes = 1024 * 1024;
+    config
+}
+
+/// A Metadata v1 request frame (header v1: key, version, correlation id, client id).
+fn frame(correlation_id: i32, body: &[u8]) -> Vec<u8> {
+    let mut payload = Vec::new();
+    payload.extend_from_slice(&METADATA.to_be_bytes());
+    payload.extend_from_slice(&1i16.to_be_bytes());
+    payload.extend_from_slice(&correlation_id.to_be_bytes());
+    payload.extend_from_slice(&(-1i16).to_be_bytes());
+    payload.extend_from_slice(body);
+    let mut out = (payload.len() as i32).to_be_bytes().to_vec();
+    out.extend_from_slice(&payload);
+    out
+}
+
+fn read_response(stream: &mut TcpStream) -> Vec<u8> {
+    let mut size = [0u8; 4];
+    stream.read_exact(&mut size).unwrap();
+    let mut body = vec![0u8; i32::from_be_bytes(size) as usize];
+    stream.read_exact(&mut body).unwrap();
+    body
+}
+
+fn segment_file(contents: &[u8]) -> (tempfile::TempDir, Arc<std::fs::File>) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("00000000000000000000.log");
+    std::fs::write(&path, contents).unwrap();
+    (dir, Arc::new(std::fs::File::open(&path).unwrap()))
+}
+
+#[test]
+fn responses_keep_request_order_and_carry_file_regions() {
+    let (_dir, file) = segment_file(b"RECORDS");
+    let (server, channel, pool, port) = start(file, 7, config());
+    let mut client = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    // The slow request is answered last by its handler but must come back first.
+    client.write_all(&frame(1, b"slow")).unwrap();
+    client.write_all(&frame(2, b"fast")).unwrap();
+    let first = read_response(&mut client);
+    let second = read_response(&mut client);
+    assert_eq!(&first[..4], &1i32.to_be_bytes());
+    assert_eq!(&first[4..], b"1:slowRECORDS");
+    assert_eq!(&second[4..], b"2:fastRECORDS");
+    server.shutdown();
+    channel.close();
+    pool.join();
+}
+
+#[test]
+fn hostile_frames_close_only_their_connection() {
+    let (_dir, file) = segment_file(b"R");
+    let (server, channel, pool, port) = start(file, 1, config());
+    let mut good = TcpStream::connect(("127.0.0.1", port)).unwrap();
+
+    // Oversized size prefix: that connection is closed.
+    let mut big = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    big.write_all(&(64 * 1024 * 1024i32).to_be_bytes()).unwrap();
+    let mut buf = [0u8; 1];
+    assert_eq!(big.read(&mut buf).unwrap_or(0), 0);
+
+    // Negative size and random garbage: closed as well.
+    let mut neg = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    neg.write_all(&(-5i32).to_be_bytes()).unwrap();
+    assert_eq!(neg.read(&mut buf).unwrap_or(0), 0);
+
+    // An unknown API key gets an UNSUPPORTED_VERSION answer, and the connection stays.
+    let mut unknown = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let mut payload = Vec::new();
+    payload.extend_from_slice(&999i16.to_be_bytes());
+    payload.extend_from_slice(&0i16.to_be_bytes());
+    payload.extend_from_slice(&77i32.to_be_bytes());
+    unknown
+        .write_all(&(payload.len() as i32).to_be_bytes())
+        .unwrap();
+    unknown.write_all(&payload).unwrap();
+    let response = read_response(&mut unknown);
+    assert_eq!(response, [0, 0, 0, 77, 0, 35]);
+    unknown.write_all(&frame(78, b"")).unwrap();
+    assert_eq!(&read_response(&mut unknown)[4..], b"78:R");
+
+    // The well-behaved client is still served.
+    good.write_all(&frame(5, b"ok")).unwrap();
+    assert_eq!(&read_response(&mut good)[4..], b"5:okR");
+    server.shutdown();
+    channel.close();
+    pool.join();
+}
+
+#[test]
+fn idle_connections_are_closed_and_limits_enforced() {
+    let (_dir, file) = segment_file(b"R");
+    let mut cfg = config();
+    cfg.connections_max_idle = Duration::from_millis(200);
+    cfg.max_connections_per_ip = 2;
+    let (server, channel, pool, port) = start(file, 1, cfg);
+    let mut a = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let _b = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut buf = [0u8; 1];
+    assert_eq!(
+        c.read(&mut buf).unwrap_or(0),
+        0,
+        "third connection from one ip refused"
+    );
+    a.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    assert_eq!(a.read(&mut buf).unwrap_or(0), 0, "idle connection closed");
+    server.shutdown();
+    channel.close();
+    pool.join();
+}
