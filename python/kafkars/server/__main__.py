@@ -1,0 +1,3 @@
+from kafkars.server.cli import main
+
+main()

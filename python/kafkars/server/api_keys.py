@@ -1,0 +1,134 @@
+"""Kafka API keys and the version ranges this broker advertises."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ApiKey(IntEnum):
+    """API keys as Apache Kafka numbers them."""
+
+    PRODUCE = 0
+    FETCH = 1
+    LIST_OFFSETS = 2
+    METADATA = 3
+    OFFSET_COMMIT = 8
+    OFFSET_FETCH = 9
+    FIND_COORDINATOR = 10
+    JOIN_GROUP = 11
+    HEARTBEAT = 12
+    LEAVE_GROUP = 13
+    SYNC_GROUP = 14
+    DESCRIBE_GROUPS = 15
+    LIST_GROUPS = 16
+    SASL_HANDSHAKE = 17
+    API_VERSIONS = 18
+    CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
+    DELETE_RECORDS = 21
+    INIT_PRODUCER_ID = 22
+    OFFSET_FOR_LEADER_EPOCH = 23
+    ADD_PARTITIONS_TO_TXN = 24
+    ADD_OFFSETS_TO_TXN = 25
+    END_TXN = 26
+    WRITE_TXN_MARKERS = 27
+    TXN_OFFSET_COMMIT = 28
+    DESCRIBE_ACLS = 29
+    CREATE_ACLS = 30
+    DELETE_ACLS = 31
+    DESCRIBE_CONFIGS = 32
+    ALTER_CONFIGS = 33
+    ALTER_REPLICA_LOG_DIRS = 34
+    DESCRIBE_LOG_DIRS = 35
+    SASL_AUTHENTICATE = 36
+    CREATE_PARTITIONS = 37
+    CREATE_DELEGATION_TOKEN = 38
+    RENEW_DELEGATION_TOKEN = 39
+    EXPIRE_DELEGATION_TOKEN = 40
+    DESCRIBE_DELEGATION_TOKEN = 41
+    DELETE_GROUPS = 42
+    ELECT_LEADERS = 43
+    INCREMENTAL_ALTER_CONFIGS = 44
+    ALTER_PARTITION_REASSIGNMENTS = 45
+    LIST_PARTITION_REASSIGNMENTS = 46
+    OFFSET_DELETE = 47
+    DESCRIBE_CLIENT_QUOTAS = 48
+    ALTER_CLIENT_QUOTAS = 49
+    DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+    ALTER_USER_SCRAM_CREDENTIALS = 51
+    DESCRIBE_CLUSTER = 60
+    DESCRIBE_PRODUCERS = 61
+    DESCRIBE_TRANSACTIONS = 65
+    LIST_TRANSACTIONS = 66
+    CONSUMER_GROUP_HEARTBEAT = 68
+    CONSUMER_GROUP_DESCRIBE = 69
+
+
+# Apache Kafka 4.0's advertised ranges (min, max). The broker advertises, for each API it
+# has a handler for, this range clipped to what the wire codec can encode.
+KAFKA_4_0_VERSIONS: dict[ApiKey, tuple[int, int]] = {
+    ApiKey.PRODUCE: (3, 12),
+    ApiKey.FETCH: (4, 17),
+    ApiKey.LIST_OFFSETS: (1, 10),
+    ApiKey.METADATA: (0, 13),
+    ApiKey.OFFSET_COMMIT: (2, 9),
+    ApiKey.OFFSET_FETCH: (1, 9),
+    ApiKey.FIND_COORDINATOR: (0, 6),
+    ApiKey.JOIN_GROUP: (2, 9),
+    ApiKey.HEARTBEAT: (0, 4),
+    ApiKey.LEAVE_GROUP: (0, 5),
+    ApiKey.SYNC_GROUP: (0, 5),
+    ApiKey.DESCRIBE_GROUPS: (0, 6),
+    ApiKey.LIST_GROUPS: (0, 5),
+    ApiKey.SASL_HANDSHAKE: (0, 1),
+    ApiKey.API_VERSIONS: (0, 4),
+    ApiKey.CREATE_TOPICS: (2, 7),
+    ApiKey.DELETE_TOPICS: (1, 6),
+    ApiKey.DELETE_RECORDS: (0, 2),
+    ApiKey.INIT_PRODUCER_ID: (0, 5),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4),
+    ApiKey.ADD_PARTITIONS_TO_TXN: (0, 5),
+    ApiKey.ADD_OFFSETS_TO_TXN: (0, 4),
+    ApiKey.END_TXN: (0, 5),
+    ApiKey.WRITE_TXN_MARKERS: (1, 1),
+    ApiKey.TXN_OFFSET_COMMIT: (0, 5),
+    ApiKey.DESCRIBE_ACLS: (1, 3),
+    ApiKey.CREATE_ACLS: (1, 3),
+    ApiKey.DELETE_ACLS: (1, 3),
+    ApiKey.DESCRIBE_CONFIGS: (1, 4),
+    ApiKey.ALTER_CONFIGS: (0, 2),
+    ApiKey.ALTER_REPLICA_LOG_DIRS: (1, 2),
+    ApiKey.DESCRIBE_LOG_DIRS: (1, 4),
+    ApiKey.SASL_AUTHENTICATE: (0, 2),
+    ApiKey.CREATE_PARTITIONS: (0, 3),
+    ApiKey.DELETE_GROUPS: (0, 2),
+    ApiKey.ELECT_LEADERS: (0, 2),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    ApiKey.OFFSET_DELETE: (0, 0),
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: (0, 1),
+    ApiKey.ALTER_CLIENT_QUOTAS: (0, 1),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
+    ApiKey.DESCRIBE_CLUSTER: (0, 1),
+    ApiKey.DESCRIBE_PRODUCERS: (0, 0),
+    ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
+    ApiKey.LIST_TRANSACTIONS: (0, 1),
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 0),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 0),
+}
+
+
+def advertised_versions(
+    handled: set[ApiKey], codec_ranges: dict[int, tuple[int, int]]
+) -> dict[ApiKey, tuple[int, int]]:
+    """The ranges to advertise: Kafka 4.0's, clipped to the codec, for handled APIs only."""
+    out: dict[ApiKey, tuple[int, int]] = {}
+    for key in sorted(handled):
+        kafka = KAFKA_4_0_VERSIONS.get(key)
+        codec = codec_ranges.get(int(key))
+        if kafka is None or codec is None:
+            continue
+        low, high = max(kafka[0], codec[0]), min(kafka[1], codec[1])
+        if low <= high:
+            out[key] = (low, high)
+    return out

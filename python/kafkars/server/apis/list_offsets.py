@@ -1,0 +1,65 @@
+"""ListOffsets: earliest (-2), latest (-1), max timestamp (-3) or by timestamp."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kafkars.server.errors import Errors, KafkaError
+
+if TYPE_CHECKING:
+    from kafkars.server.kafka_server import KafkaServer
+
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL = -1, -2, -3, -4
+
+
+def _lookup(server: KafkaServer, topic: str, p: dict[str, Any], committed: bool) -> dict[str, Any]:
+    index = p["partition_index"]
+    try:
+        partition = server.replica_manager.get_partition(topic, index)
+    except KafkaError as e:
+        return {"partition_index": index, "error_code": int(e.code), "timestamp": -1, "offset": -1}
+    log = partition.log
+    target = p["timestamp"]
+    if target == LATEST:
+        # read_committed stops at the last stable offset, which equals the high watermark
+        # until transactions exist.
+        offset = log.high_watermark
+        found = (-1, offset, partition.leader_epoch)
+    elif target in (EARLIEST, EARLIEST_LOCAL):
+        found = (-1, log.log_start_offset, partition.leader_epoch)
+    else:
+        hit = log.fetch_offset_by_timestamp(target)
+        found = (-1, -1, -1) if hit is None else (hit[1], hit[0], hit[2])
+        # Never point past what consumers may read.
+        if found[1] >= log.high_watermark and target != MAX_TIMESTAMP:
+            found = (-1, -1, -1)
+    timestamp, offset, epoch = found
+    return {
+        "partition_index": index,
+        "error_code": 0,
+        "timestamp": timestamp,
+        "offset": offset,
+        "leader_epoch": epoch,
+    }
+
+
+def handle_list_offsets(server: KafkaServer, request: Any) -> dict[str, Any]:
+    body = request.body
+    committed = body.get("isolation_level", 0) == 1
+    topics = []
+    for t in body["topics"]:
+        name = t["name"]
+        if server.metadata.get(name) is None:
+            partitions = [
+                {
+                    "partition_index": p["partition_index"],
+                    "error_code": int(Errors.UNKNOWN_TOPIC_OR_PARTITION),
+                    "timestamp": -1,
+                    "offset": -1,
+                }
+                for p in t["partitions"]
+            ]
+        else:
+            partitions = [_lookup(server, name, p, committed) for p in t["partitions"]]
+        topics.append({"name": name, "partitions": partitions})
+    return {"topics": topics, "throttle_time_ms": 0}

@@ -1,0 +1,56 @@
+"""Produce: validate and append each partition's record set in Rust."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kafkars.server.errors import Errors, KafkaError
+
+if TYPE_CHECKING:
+    from kafkars.server.kafka_server import KafkaServer
+
+
+def _partition_result(server: KafkaServer, topic: str, data: dict[str, Any]) -> dict[str, Any]:
+    index = data["index"]
+    result: dict[str, Any] = {"index": index, "base_offset": -1, "log_append_time_ms": -1}
+    records = data["records"]
+    try:
+        if records is None or len(records) == 0:
+            raise KafkaError(Errors.INVALID_RECORD, "empty record set")
+        info = server.replica_manager.append(topic, index, records)
+    except KafkaError as e:
+        result["error_code"] = int(e.code)
+        result["error_message"] = e.message
+        result["log_start_offset"] = -1
+        return result
+    result["error_code"] = 0
+    result["base_offset"] = info.first_offset
+    result["log_append_time_ms"] = info.log_append_time
+    result["log_start_offset"] = info.log_start_offset
+    return result
+
+
+def handle_produce(server: KafkaServer, request: Any) -> dict[str, Any] | None:
+    body = request.body
+    acks = body["acks"]
+    responses = []
+    for topic_data in body["topic_data"]:
+        name = topic_data["name"]
+        partitions = []
+        for data in topic_data["partition_data"]:
+            if acks not in (-1, 0, 1):
+                partitions.append(
+                    {"index": data["index"], "error_code": int(Errors.INVALID_REQUIRED_ACKS)}
+                )
+            elif server.metadata.get(name) is None:
+                partitions.append(
+                    {"index": data["index"], "error_code": int(Errors.UNKNOWN_TOPIC_OR_PARTITION)}
+                )
+            else:
+                partitions.append(_partition_result(server, name, data))
+        responses.append({"name": name, "partition_responses": partitions})
+    if acks == 0:
+        # The client expects no answer; errors surface to it as metadata refreshes.
+        request.send_no_response()
+        return None
+    return {"responses": responses, "throttle_time_ms": 0}

@@ -1,0 +1,91 @@
+"""DelayedFetch: a fetch that waits for `min_bytes` or `max_wait_ms` in the fetch purgatory.
+
+The purgatory and its timing wheel are Rust (`_core.DelayedOperationPurgatory`); the
+operation's checks are these Python callbacks. An append to a watched partition calls
+`check_and_complete`, so a long-polling consumer is answered as soon as data arrives.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from kafkars import _core
+from kafkars.server.apis.fetch import FetchPlan, fetch_response, read_plan
+from kafkars.server.errors import KafkaError
+
+if TYPE_CHECKING:
+    from kafkars.server.kafka_server import KafkaServer
+
+log = logging.getLogger("kafkars.server.DelayedFetch")
+
+
+def partition_key(topic: str, partition: int) -> str:
+    return f"{topic}-{partition}"
+
+
+class DelayedFetch:
+    """One waiting fetch. `try_complete` runs without I/O: it compares each partition's
+    high watermark position with where the fetch started."""
+
+    def __init__(self, server: KafkaServer, request: Any, plan: FetchPlan) -> None:
+        self.server = server
+        self.request = request
+        self.plan = plan
+        self.delay_ms = plan.max_wait_ms
+        self._start = {
+            (name, p["partition"]): p["fetch_offset"]
+            for name, _, partitions in plan.topics
+            if name
+            for p in partitions
+        }
+
+    def try_complete(self) -> bool:
+        available = 0
+        for (topic, index), offset in self._start.items():
+            try:
+                log = self.server.replica_manager.get_partition(topic, index).log
+            except KafkaError:
+                return True  # the partition went away: answer with its error now
+            available += log.bytes_available(offset, log.high_watermark)
+            if available >= self.plan.min_bytes:
+                return True
+        return False
+
+    def on_expiration(self) -> None:
+        pass
+
+    def on_complete(self) -> None:
+        if self.request.answered:
+            return
+        try:
+            responses, _, _ = read_plan(self.server, self.plan)
+            self.request.respond(fetch_response(responses))
+        except Exception:
+            log.exception("Completing delayed fetch %s failed", self.request)
+            if not self.request.answered:
+                self.request.close_connection()
+
+
+class FetchPurgatory:
+    """Watches delayed fetches by partition."""
+
+    def __init__(self, server: KafkaServer) -> None:
+        self.server = server
+        self._purgatory = _core.DelayedOperationPurgatory("Fetch")
+
+    def watch(self, request: Any, plan: FetchPlan) -> None:
+        op = DelayedFetch(self.server, request, plan)
+        keys = [partition_key(t, p) for t, p in plan.partition_keys]
+        self._purgatory.try_complete_else_watch(op, keys)
+
+    def on_append(self, tp: tuple[str, int]) -> None:
+        self._purgatory.check_and_complete(partition_key(*tp))
+
+    @property
+    def delayed(self) -> int:
+        return int(self._purgatory.delayed)
+
+    def shutdown(self) -> None:
+        """Answers every waiting fetch now (with what is there) and stops the timer."""
+        self._purgatory.shutdown()

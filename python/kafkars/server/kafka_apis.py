@@ -1,0 +1,78 @@
+"""Kafka's `KafkaApis`: routes every request by API key to its handler."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from kafkars import _core
+from kafkars.server.api_keys import ApiKey, advertised_versions
+from kafkars.server.apis import cluster, fetch, list_offsets, metadata, produce, topics, versions
+
+if TYPE_CHECKING:
+    from kafkars.server.kafka_server import KafkaServer
+
+log = logging.getLogger("kafkars.server.KafkaApis")
+
+Handler = Callable[["KafkaServer", Any], "dict[str, Any] | None"]
+
+HANDLERS: dict[ApiKey, Handler] = {
+    ApiKey.API_VERSIONS: versions.handle_api_versions,
+    ApiKey.METADATA: metadata.handle_metadata,
+    ApiKey.DESCRIBE_CLUSTER: metadata.handle_describe_cluster,
+    ApiKey.PRODUCE: produce.handle_produce,
+    ApiKey.FETCH: fetch.handle_fetch,
+    ApiKey.LIST_OFFSETS: list_offsets.handle_list_offsets,
+    ApiKey.CREATE_TOPICS: topics.handle_create_topics,
+    ApiKey.DELETE_TOPICS: topics.handle_delete_topics,
+    ApiKey.CREATE_PARTITIONS: topics.handle_create_partitions,
+    ApiKey.DESCRIBE_LOG_DIRS: cluster.handle_describe_log_dirs,
+    ApiKey.INIT_PRODUCER_ID: cluster.handle_init_producer_id,
+}
+
+
+def codec_version_ranges() -> dict[int, tuple[int, int]]:
+    """What the wire codec can decode and encode, by API key."""
+    return {key: (low, high) for key, low, high in _core.protocol.api_keys().values()}
+
+
+class KafkaApis:
+    """Called on the handler threads with each request; returns its response (or None when
+    the handler answers later, as delayed operations do)."""
+
+    def __init__(self, server: KafkaServer, handlers: dict[ApiKey, Handler] | None = None) -> None:
+        self.server = server
+        self.handlers = dict(HANDLERS if handlers is None else handlers)
+        self.advertised = advertised_versions(set(self.handlers), codec_version_ranges())
+        self.request_count: dict[int, int] = {}
+        self.request_time_ns: dict[int, int] = {}
+
+    def handle(self, request: Any) -> dict[str, Any] | None:
+        key = request.api_key
+        handler = self.handlers.get(ApiKey(key)) if key in ApiKey._value2member_map_ else None
+        supported = self.advertised.get(ApiKey(key)) if handler else None
+        if handler is None or supported is None:
+            log.info("Closing connection: unsupported API key %s from %s", key, request.client_id)
+            request.close_connection()
+            return None
+        low, high = supported
+        if key != ApiKey.API_VERSIONS and not low <= request.api_version <= high:
+            log.info(
+                "Closing connection: %s v%s is outside the advertised range %s-%s",
+                ApiKey(key).name,
+                request.api_version,
+                low,
+                high,
+            )
+            request.close_connection()
+            return None
+        started = time.perf_counter_ns()
+        try:
+            return handler(self.server, request)
+        finally:
+            self.request_count[key] = self.request_count.get(key, 0) + 1
+            self.request_time_ns[key] = (
+                self.request_time_ns.get(key, 0) + time.perf_counter_ns() - started
+            )

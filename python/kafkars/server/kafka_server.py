@@ -1,0 +1,208 @@
+"""Kafka's `KafkaServer`: start-up and shutdown in the broker's order.
+
+config → log dirs and meta.properties → log manager (load and recover) → topic metadata →
+replica manager → request handlers → socket server. Shutdown runs the other way and ends
+with flushed logs, checkpoints and the clean-shutdown marker.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from kafkars import _core
+from kafkars.config import KafkaConfig, LogConfig
+from kafkars.server.delayed_fetch import FetchPurgatory
+from kafkars.server.errors import Errors, KafkaError
+from kafkars.server.kafka_apis import KafkaApis
+from kafkars.server.metadata import MetadataStore, TopicMetadata
+from kafkars.server.replica_manager import ReplicaManager
+
+log = logging.getLogger("kafkars.server.KafkaServer")
+
+
+class KafkaServer:
+    """One broker. `startup()` binds its listeners; `shutdown()` is graceful and idempotent."""
+
+    def __init__(self, config: KafkaConfig) -> None:
+        self.config = config
+        self.socket_server: Any = None
+        self.fetch_purgatory: FetchPurgatory | None = None
+        self._shutdown_lock = threading.Lock()
+        self._started = False
+        self._stopped = threading.Event()
+
+    # -- configuration shortcuts used by the handlers -------------------------------------
+    @property
+    def auto_create_topics(self) -> bool:
+        return bool(self.config.get("auto.create.topics.enable"))
+
+    @property
+    def default_partitions(self) -> int:
+        return int(self.config.get("num.partitions"))
+
+    @property
+    def default_replication_factor(self) -> int:
+        return int(self.config.get("default.replication.factor"))
+
+    @property
+    def delete_topic_enable(self) -> bool:
+        return bool(self.config.get("delete.topic.enable"))
+
+    @property
+    def transaction_max_timeout_ms(self) -> int:
+        return int(self.config.get("transaction.max.timeout.ms"))
+
+    @property
+    def rack(self) -> str | None:
+        value = self.config.get("broker.rack")
+        return str(value) if value else None
+
+    @property
+    def log_dirs(self) -> list[str]:
+        return [str(Path(d).resolve()) for d in self.config.log_dirs]
+
+    def log_config(self, overrides: dict[str, str]) -> LogConfig:
+        return LogConfig.from_layers(self.config, overrides)
+
+    def storage_config(self, overrides: dict[str, str]) -> dict[str, Any]:
+        """The topic's effective settings in the shape the Rust log takes."""
+        return self.log_config(overrides).storage_settings()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def startup(self) -> None:
+        started = time.monotonic()
+        timings: list[tuple[str, float]] = []
+
+        def step(name: str, since: float) -> float:
+            now = time.monotonic()
+            timings.append((name, (now - since) * 1000))
+            return now
+
+        t = started
+        dirs = self.log_dirs
+        for d in dirs:
+            Path(d).mkdir(parents=True, exist_ok=True)
+        self.log_manager = _core.LogManager(
+            dirs,
+            broker_id=int(self.config.get("broker.id")),
+            num_recovery_threads_per_data_dir=int(
+                self.config.get("num.recovery.threads.per.data.dir")
+            ),
+        )
+        report = self.log_manager.startup()
+        self.broker_id = self.log_manager.broker_id
+        self.cluster_id = self.log_manager.cluster_id
+        t = step("log manager", t)
+        log.info("Loaded logs: %s", report)
+
+        self.metadata = MetadataStore(Path(dirs[0]))
+        self.replica_manager = ReplicaManager(self.log_manager, self.broker_id)
+        for topic in self.metadata.topics():
+            self._become_leader(topic)
+        t = step("replica manager", t)
+
+        self.fetch_purgatory = FetchPurgatory(self)
+        self.replica_manager.add_append_listener(self.fetch_purgatory.on_append)
+        self.apis = KafkaApis(self)
+        t = step("apis", t)
+
+        listeners = [
+            (e.listener_name, e.security_protocol, e.host, e.port) for e in self.config.listeners
+        ]
+        self.socket_server = _core.SocketServer(
+            listeners,
+            self.apis.handle,
+            num_network_threads=int(self.config.get("num.network.threads")),
+            num_io_threads=int(self.config.get("num.io.threads")),
+            queued_max_requests=int(self.config.get("queued.max.requests")),
+            socket_request_max_bytes=int(self.config.get("socket.request.max.bytes")),
+            connections_max_idle_ms=int(self.config.get("connections.max.idle.ms")),
+            max_connections=int(self.config.get("max.connections")),
+            max_connections_per_ip=int(self.config.get("max.connections.per.ip")),
+            socket_send_buffer_bytes=int(self.config.get("socket.send.buffer.bytes")),
+            socket_receive_buffer_bytes=int(self.config.get("socket.receive.buffer.bytes")),
+        )
+        t = step("socket server", t)
+        self._started = True
+        log.info(
+            "[KafkaServer id=%s] started in %.0f ms (%s); listening on %s",
+            self.broker_id,
+            (time.monotonic() - started) * 1000,
+            ", ".join(f"{n} {ms:.1f} ms" for n, ms in timings),
+            ", ".join(f"{n}://{h}:{p}" for n, _, h, p in self.bound_listeners),
+        )
+
+    @property
+    def bound_listeners(self) -> list[tuple[str, str, str, int]]:
+        return list(self.socket_server.listeners) if self.socket_server else []
+
+    def advertised_endpoint(self, listener_name: str) -> tuple[str, int]:
+        """The host and port clients should use for `listener_name`."""
+        bound = {name: (host, port) for name, _, host, port in self.bound_listeners}
+        for e in self.config.advertised_listeners:
+            if e.listener_name == listener_name:
+                host = e.host or bound.get(listener_name, ("127.0.0.1", 0))[0]
+                # Port 0 (pick a free one) is advertised as the port actually bound.
+                port = e.port or bound.get(listener_name, ("", 0))[1]
+                if host in ("", "0.0.0.0", "::"):
+                    host = "127.0.0.1"
+                return host, port
+        host, port = bound.get(listener_name, ("127.0.0.1", 0))
+        return host, port
+
+    def shutdown(self) -> None:
+        with self._shutdown_lock:
+            if self._stopped.is_set():
+                return
+            log.info("[KafkaServer id=%s] shutting down", getattr(self, "broker_id", "?"))
+            if self.socket_server is not None:
+                # Stop reading, answer what is in flight (delayed fetches complete early).
+                if self.fetch_purgatory is not None:
+                    self.fetch_purgatory.shutdown()
+                self.socket_server.shutdown()
+            if self._started:
+                self.log_manager.shutdown()
+            self._stopped.set()
+            log.info("[KafkaServer id=%s] shut down completed", getattr(self, "broker_id", "?"))
+
+    def await_shutdown(self, timeout: float | None = None) -> bool:
+        return self._stopped.wait(timeout)
+
+    # -- topic administration (the single-broker controller) ------------------------------
+    def _become_leader(self, topic: TopicMetadata) -> None:
+        settings = self.storage_config(topic.configs)
+        for index in range(topic.num_partitions):
+            self.replica_manager.become_leader(topic.name, index, settings)
+
+    def validate_topic_configs(self, configs: dict[str, str]) -> None:
+        try:
+            LogConfig.validate_overrides(configs)
+        except Exception as e:  # ConfigException: the message names key, value and rule
+            raise KafkaError(Errors.INVALID_CONFIG, str(e)) from None
+
+    def create_topic(self, name: str, partitions: int, configs: dict[str, str]) -> TopicMetadata:
+        topic = self.metadata.create(name, partitions, 1, configs)
+        self._become_leader(topic)
+        log.info("Created topic %s with %d partition(s), id %s", name, partitions, topic.topic_id)
+        return topic
+
+    def delete_topic(self, name: str) -> None:
+        self.metadata.delete(name)
+        self.replica_manager.remove_topic(name)
+        log.info("Deleted topic %s", name)
+
+    def add_partitions(self, name: str, count: int) -> None:
+        topic = self.metadata.get(name)
+        if topic is None:
+            raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION)
+        self.metadata.set_partitions(name, count)
+        self._become_leader(topic)
+
+    def describe_topic_configs(self, name: str, overrides: dict[str, str]) -> list[Any]:
+        from kafkars.config import describe_topic
+
+        return describe_topic(self.config, overrides)
