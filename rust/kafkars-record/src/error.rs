@@ -1,0 +1,64 @@
+//! The one error type of this crate and its mapping to Kafka error codes.
+
+/// Kafka's `CORRUPT_MESSAGE` error code.
+pub const CORRUPT_MESSAGE: i16 = 2;
+/// Kafka's `UNSUPPORTED_COMPRESSION_TYPE` error code.
+pub const UNSUPPORTED_COMPRESSION_TYPE: i16 = 76;
+/// Kafka's `INVALID_RECORD` error code.
+pub const INVALID_RECORD: i16 = 87;
+
+/// Why a record batch could not be read, validated or built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RecordError {
+    /// The buffer ends before the batch (or a field inside it) does.
+    #[error("record batch is truncated")]
+    Truncated,
+    /// The magic byte is not 2; older message formats are not supported.
+    #[error("unsupported record batch magic {0}")]
+    InvalidMagic(i8),
+    /// The bytes cannot be a record batch: impossible lengths, bad varints, trailing bytes.
+    #[error("corrupt message: {0}")]
+    CorruptMessage(String),
+    /// The stored CRC-32C does not match the bytes it covers.
+    #[error("record batch CRC mismatch: stored {stored:#010x}, computed {computed:#010x}")]
+    CrcMismatch {
+        /// The CRC written in the batch header.
+        stored: u32,
+        /// The CRC computed over attributes..end.
+        computed: u32,
+    },
+    /// The batch is well formed but breaks a rule about its records
+    /// (offset deltas, record count, keyless records on a compacted topic).
+    #[error("invalid record: {0}")]
+    InvalidRecord(String),
+    /// The attributes name a compression codec id that does not exist.
+    #[error("unsupported compression type {0}")]
+    UnsupportedCompression(i16),
+    /// The codec failed to compress or decompress the records.
+    #[error("compression error: {0}")]
+    Compression(String),
+}
+
+impl RecordError {
+    /// The Kafka error code a broker returns for this error in a produce response.
+    pub fn kafka_error_code(&self) -> i16 {
+        match self {
+            RecordError::InvalidRecord(_) => INVALID_RECORD,
+            RecordError::UnsupportedCompression(_) => UNSUPPORTED_COMPRESSION_TYPE,
+            // Kafka reports undecodable compressed data and bad magic as corruption too.
+            RecordError::Truncated
+            | RecordError::InvalidMagic(_)
+            | RecordError::CorruptMessage(_)
+            | RecordError::CrcMismatch { .. }
+            | RecordError::Compression(_) => CORRUPT_MESSAGE,
+        }
+    }
+
+    pub(crate) fn corrupt(msg: impl Into<String>) -> Self {
+        RecordError::CorruptMessage(msg.into())
+    }
+
+    pub(crate) fn invalid(msg: impl Into<String>) -> Self {
+        RecordError::InvalidRecord(msg.into())
+    }
+}
