@@ -167,15 +167,19 @@ fn lz4_compress(data: &[u8]) -> Result<Vec<u8>, RecordError> {
 }
 
 /// Reads `reader` to its end, allowing at most `limit` bytes.
-fn read_bounded(c: Compression, reader: impl Read, limit: usize) -> Result<Vec<u8>, RecordError> {
+fn read_bounded(
+    c: Compression,
+    mut reader: impl Read,
+    limit: usize,
+) -> Result<Vec<u8>, RecordError> {
     let mut out = Vec::new();
-    // One byte past the limit tells "exactly limit" from "more than limit".
-    let cap = (limit as u64).saturating_add(1);
-    reader
-        .take(cap)
+    (&mut reader)
+        .take(limit as u64)
         .read_to_end(&mut out)
         .map_err(codec_error(c))?;
-    if out.len() > limit {
+    // Probe for one more byte rather than reading limit + 1, so the buffer never
+    // grows past the limit.
+    if out.len() == limit && reader.read(&mut [0u8; 1]).map_err(codec_error(c))? != 0 {
         return Err(too_large(limit));
     }
     Ok(out)
