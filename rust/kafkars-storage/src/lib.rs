@@ -1,1 +1,29 @@
-//! placeholder
+//! Kafka-compatible partition storage for kafkars.
+//!
+//! Files are byte-compatible with Apache Kafka's: segments named by their 20-digit
+//! base offset (`.log`, `.index`, `.timeindex`), checkpoint files, `meta.properties`
+//! and `leader-epoch-checkpoint`. The pieces, from the bottom up:
+//!
+//! - [`OffsetIndex`] / [`TimeIndex`]: memory-mapped sparse indexes;
+//! - [`LogSegment`]: one `.log` file and its indexes;
+//! - [`Log`]: one partition (Kafka's UnifiedLog + LocalLog), shared as `Arc<Log>`;
+//! - [`LogManager`]: the log directories, their locks, checkpoints and start-up recovery.
+
+mod abstract_index;
+pub mod checkpoint;
+pub mod dir_lock;
+pub mod error;
+pub mod leader_epoch;
+pub mod meta_properties;
+pub mod offset_index;
+pub mod time_index;
+pub mod topic_partition;
+
+pub use checkpoint::OffsetCheckpointFile;
+pub use dir_lock::DirLock;
+pub use error::{LogError, Result};
+pub use leader_epoch::{EpochEntry, LeaderEpochFileCache};
+pub use meta_properties::MetaProperties;
+pub use offset_index::{OffsetIndex, OffsetPosition};
+pub use time_index::{TimeIndex, TimestampOffset};
+pub use topic_partition::TopicPartition;

@@ -1,0 +1,251 @@
+//! The memory-mapped file behind both indexes (Kafka's AbstractIndex): preallocation,
+//! entry count recovery, resize/trim, and the warm-section binary search.
+
+use std::fs::{self, File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use memmap2::MmapMut;
+
+use crate::error::{IoContext, LogError, Result};
+
+/// Size of the index tail searched first. Appends and consumer fetches touch the
+/// end of the index, so its last pages stay in memory; a plain binary search would
+/// fault in cold pages from the whole file on every lookup.
+const WARM_SECTION_BYTES: usize = 8192;
+
+/// A fixed-entry-size index file mapped into memory.
+#[derive(Debug)]
+pub(crate) struct AbstractIndex {
+    path: PathBuf,
+    /// Shared so the file can be fsynced without holding the log's lock.
+    file: Arc<File>,
+    mmap: MmapMut,
+    pub(crate) base_offset: i64,
+    max_index_size: usize,
+    entry_size: usize,
+    entries: usize,
+}
+
+fn round_down(size: u64, entry_size: usize) -> u64 {
+    size - size % entry_size as u64
+}
+
+fn map(file: &File, path: &Path) -> Result<MmapMut> {
+    // SAFETY: the mapping is private to this process' index object; the index file is
+    // only resized through this object (which remaps), and kafkars owns the log
+    // directory under an exclusive lock, so no other writer truncates it underneath.
+    unsafe { MmapMut::map_mut(file) }.at(path)
+}
+
+impl AbstractIndex {
+    /// Opens `path`, creating and preallocating it to `max_index_size` (rounded down to
+    /// whole entries) when it does not exist. An existing file is mapped at its length;
+    /// `live_entries` recovers how many of its entries are real (a preallocated file
+    /// left by a crash ends in zeroes).
+    pub(crate) fn open(
+        path: &Path,
+        base_offset: i64,
+        max_index_size: usize,
+        entry_size: usize,
+        live_entries: impl Fn(&[u8], usize) -> usize,
+    ) -> Result<Self> {
+        let exists = path.exists();
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .at(path)?;
+        if !exists {
+            file.set_len(round_down(max_index_size as u64, entry_size))
+                .at(path)?;
+        }
+        let len = file.metadata().at(path)?.len();
+        if len % entry_size as u64 != 0 {
+            return Err(LogError::CorruptIndex {
+                path: path.to_path_buf(),
+                reason: format!("file size {len} is not a multiple of the entry size {entry_size}"),
+            });
+        }
+        if len > i32::MAX as u64 {
+            return Err(LogError::CorruptIndex {
+                path: path.to_path_buf(),
+                reason: format!("file size {len} is larger than any index"),
+            });
+        }
+        let mmap = map(&file, path)?;
+        let entries = if exists {
+            live_entries(&mmap, (len as usize) / entry_size)
+        } else {
+            0
+        };
+        Ok(AbstractIndex {
+            path: path.to_path_buf(),
+            file: Arc::new(file),
+            mmap,
+            base_offset,
+            max_index_size,
+            entry_size,
+            entries,
+        })
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub(crate) fn entries(&self) -> usize {
+        self.entries
+    }
+
+    /// Entries that fit in the current mapping.
+    pub(crate) fn max_entries(&self) -> usize {
+        self.mmap.len() / self.entry_size
+    }
+
+    pub(crate) fn max_index_size(&self) -> usize {
+        self.max_index_size
+    }
+
+    pub(crate) fn file_len(&self) -> usize {
+        self.mmap.len()
+    }
+
+    pub(crate) fn entry(&self, n: usize) -> &[u8] {
+        &self.mmap[n * self.entry_size..(n + 1) * self.entry_size]
+    }
+
+    /// Writes the next entry. Callers check `entries < max_entries` first.
+    pub(crate) fn push(&mut self, bytes: &[u8]) {
+        debug_assert_eq!(bytes.len(), self.entry_size);
+        let at = self.entries * self.entry_size;
+        self.mmap[at..at + self.entry_size].copy_from_slice(bytes);
+        self.entries += 1;
+    }
+
+    /// Forgets entries at and after `n` (zeroing them, so a crash leaves a clean tail).
+    pub(crate) fn truncate_to_entries(&mut self, n: usize) {
+        let n = n.min(self.entries);
+        self.mmap[n * self.entry_size..self.entries * self.entry_size].fill(0);
+        self.entries = n;
+    }
+
+    /// Changes the file and mapping size to `new_size` rounded down to whole entries.
+    /// Returns whether anything changed.
+    pub(crate) fn resize(&mut self, new_size: usize) -> Result<bool> {
+        let rounded = round_down(new_size as u64, self.entry_size) as usize;
+        if rounded == self.mmap.len() {
+            return Ok(false);
+        }
+        self.file.set_len(rounded as u64).at(&self.path)?;
+        self.mmap = map(&self.file, &self.path)?;
+        self.entries = self.entries.min(rounded / self.entry_size);
+        Ok(true)
+    }
+
+    /// Shrinks the file to exactly its entries, as done when a segment stops being active.
+    pub(crate) fn trim_to_valid_size(&mut self) -> Result<()> {
+        self.resize(self.entries * self.entry_size).map(|_| ())
+    }
+
+    /// Writes dirty pages back and fsyncs the file.
+    pub(crate) fn flush(&self) -> Result<()> {
+        self.mmap.flush().at(&self.path)
+    }
+
+    /// A handle for fsync outside the log's lock. On Linux an fsync of the file also
+    /// writes back pages dirtied through a shared mapping.
+    pub(crate) fn file_handle(&self) -> Arc<File> {
+        Arc::clone(&self.file)
+    }
+
+    pub(crate) fn rename_to(&mut self, path: &Path) -> Result<()> {
+        fs::rename(&self.path, path).at(&self.path)?;
+        self.path = path.to_path_buf();
+        Ok(())
+    }
+
+    /// Removes the file; the mapping stays valid until the index is dropped.
+    pub(crate) fn delete(&self) -> Result<bool> {
+        match fs::remove_file(&self.path) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(LogError::io(&self.path, e)),
+        }
+    }
+
+    /// The slot of the largest entry whose key is `<= target`, or `None` when every
+    /// entry is larger (or there are none). Searches the warm tail first.
+    pub(crate) fn largest_lower_bound_slot(
+        &self,
+        target: i64,
+        key: impl Fn(&[u8]) -> i64,
+    ) -> Option<usize> {
+        if self.entries == 0 {
+            return None;
+        }
+        let warm_entries = WARM_SECTION_BYTES / self.entry_size;
+        let first_hot = (self.entries - 1).saturating_sub(warm_entries);
+        if key(self.entry(first_hot)) < target {
+            return Some(self.binary_search(target, &key, first_hot, self.entries - 1));
+        }
+        if key(self.entry(0)) > target {
+            return None;
+        }
+        Some(self.binary_search(target, &key, 0, first_hot))
+    }
+
+    /// Plain binary search over the whole index; the warm-section search must agree.
+    #[cfg(test)]
+    pub(crate) fn largest_lower_bound_slot_plain(
+        &self,
+        target: i64,
+        key: impl Fn(&[u8]) -> i64,
+    ) -> Option<usize> {
+        if self.entries == 0 || key(self.entry(0)) > target {
+            return None;
+        }
+        Some(self.binary_search(target, &key, 0, self.entries - 1))
+    }
+
+    /// Largest slot in `[lo, hi]` with key `<= target`, given `key(lo) <= target`.
+    fn binary_search(
+        &self,
+        target: i64,
+        key: &impl Fn(&[u8]) -> i64,
+        mut lo: usize,
+        mut hi: usize,
+    ) -> usize {
+        while lo < hi {
+            let mid = lo + (hi - lo).div_ceil(2);
+            if key(self.entry(mid)) <= target {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        lo
+    }
+}
+
+/// Number of live entries among `total`, where `is_blank(n)` tells a zeroed
+/// (never written) slot. Entry 0 always counts; blank slots form a suffix in a
+/// well-formed file, so this is a binary search, not a scan.
+pub(crate) fn count_live_entries(total: usize, is_blank: impl Fn(usize) -> bool) -> usize {
+    if total == 0 {
+        return 0;
+    }
+    // Invariant: slot lo is live (or slot 0), slots > hi are blank.
+    let (mut lo, mut hi) = (0usize, total - 1);
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        if is_blank(mid) {
+            hi = mid - 1;
+        } else {
+            lo = mid;
+        }
+    }
+    if lo == 0 && is_blank(0) { 0 } else { lo + 1 }
+}

@@ -1,0 +1,167 @@
+//! The one error type of the storage crate and its mapping to Kafka error codes.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use kafkars_record::RecordError;
+
+/// Kafka's `OFFSET_OUT_OF_RANGE` error code.
+pub const OFFSET_OUT_OF_RANGE: i16 = 1;
+/// Kafka's `CORRUPT_MESSAGE` error code.
+pub const CORRUPT_MESSAGE: i16 = 2;
+/// Kafka's `MESSAGE_TOO_LARGE` error code (a batch above `max.message.bytes`).
+pub const MESSAGE_TOO_LARGE: i16 = 10;
+/// Kafka's `RECORD_LIST_TOO_LARGE` error code (an append above `segment.bytes`).
+pub const RECORD_LIST_TOO_LARGE: i16 = 18;
+/// Kafka's `KAFKA_STORAGE_ERROR` error code.
+pub const KAFKA_STORAGE_ERROR: i16 = 56;
+/// Kafka's `INVALID_RECORD` error code.
+pub const INVALID_RECORD: i16 = 87;
+/// Kafka's `UNKNOWN_SERVER_ERROR` error code.
+pub const UNKNOWN_SERVER_ERROR: i16 = -1;
+
+/// Result alias for storage operations.
+pub type Result<T, E = LogError> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in the storage layer.
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    /// An I/O call failed; `path` names the file or directory involved.
+    #[error("I/O error on {path}: {source}")]
+    Io {
+        /// The file or directory the call was about.
+        path: PathBuf,
+        /// The underlying error.
+        source: io::Error,
+    },
+    /// A produced batch failed validation (CRC, structure, keys on a compacted topic).
+    #[error("invalid record batch: {0}")]
+    Record(#[from] RecordError),
+    /// One batch is larger than `max.message.bytes`.
+    #[error("record batch of {size} bytes exceeds max.message.bytes {max}")]
+    RecordTooLarge {
+        /// Size of the offending batch.
+        size: usize,
+        /// The configured limit.
+        max: usize,
+    },
+    /// The whole append is larger than `segment.bytes`, so it can never fit a segment.
+    #[error("append of {size} bytes exceeds segment.bytes {max}")]
+    RecordBatchTooLarge {
+        /// Size of the append.
+        size: usize,
+        /// The configured segment size.
+        max: usize,
+    },
+    /// A fetch or lookup asked for an offset outside `[log start, log end]`.
+    #[error(
+        "offset {offset} is out of range [{log_start_offset}, {log_end_offset}] for {partition}"
+    )]
+    OffsetOutOfRange {
+        /// The requested offset.
+        offset: i64,
+        /// The partition directory name.
+        partition: String,
+        /// First offset held.
+        log_start_offset: i64,
+        /// Next offset to be written.
+        log_end_offset: i64,
+    },
+    /// An index file is unusable (bad size, offsets below the base); callers rebuild it.
+    #[error("corrupt index {path}: {reason}")]
+    CorruptIndex {
+        /// The index file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// An index append broke the index invariants (offsets must increase, room must remain).
+    #[error("invalid index append to {path}: {reason}")]
+    InvalidIndexAppend {
+        /// The index file.
+        path: PathBuf,
+        /// What was wrong with the append.
+        reason: String,
+    },
+    /// Bytes in a segment file do not form valid batches where they must.
+    #[error("corrupt log segment {path}: {reason}")]
+    CorruptSegment {
+        /// The `.log` file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A checkpoint or properties file cannot be parsed.
+    #[error("malformed {path}: {reason}")]
+    MalformedFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong (line number and content where known).
+        reason: String,
+    },
+    /// Another process (a second broker) holds the lock on a log directory.
+    #[error("log directory {path} is locked by another process (is another broker running on it?)")]
+    DirLocked {
+        /// The locked log directory.
+        path: PathBuf,
+    },
+    /// `meta.properties` in the log dirs disagree with each other or the configuration
+    /// (Kafka's InconsistentBrokerIdException).
+    #[error("inconsistent broker id: {0}")]
+    InconsistentBrokerId(String),
+    /// `meta.properties` in the log dirs name different clusters
+    /// (Kafka's InconsistentClusterIdException).
+    #[error("inconsistent cluster id: {0}")]
+    InconsistentClusterId(String),
+    /// An append's offsets went backwards or out of the segment's 32-bit relative range.
+    #[error("invalid offset: {0}")]
+    InvalidOffset(String),
+    /// A name that is not `<topic>-<partition>`.
+    #[error("invalid partition directory name {0:?}")]
+    InvalidPartitionDir(String),
+    /// The log was closed or deleted.
+    #[error("log {0} is closed")]
+    Closed(String),
+}
+
+impl LogError {
+    /// Wraps an I/O error with the path it concerns.
+    pub fn io(path: impl AsRef<Path>, source: io::Error) -> Self {
+        LogError::Io {
+            path: path.as_ref().to_path_buf(),
+            source,
+        }
+    }
+
+    /// The Kafka error code a broker returns for this error.
+    pub fn kafka_error_code(&self) -> i16 {
+        match self {
+            LogError::Record(e) => e.kafka_error_code(),
+            LogError::RecordTooLarge { .. } => MESSAGE_TOO_LARGE,
+            LogError::RecordBatchTooLarge { .. } => RECORD_LIST_TOO_LARGE,
+            LogError::OffsetOutOfRange { .. } => OFFSET_OUT_OF_RANGE,
+            LogError::CorruptSegment { .. } => CORRUPT_MESSAGE,
+            LogError::Io { .. }
+            | LogError::CorruptIndex { .. }
+            | LogError::MalformedFile { .. }
+            | LogError::Closed(_) => KAFKA_STORAGE_ERROR,
+            LogError::InvalidIndexAppend { .. }
+            | LogError::DirLocked { .. }
+            | LogError::InconsistentBrokerId(_)
+            | LogError::InconsistentClusterId(_)
+            | LogError::InvalidOffset(_)
+            | LogError::InvalidPartitionDir(_) => UNKNOWN_SERVER_ERROR,
+        }
+    }
+}
+
+/// Adds the path to an `io::Result`.
+pub(crate) trait IoContext<T> {
+    fn at(self, path: &Path) -> Result<T>;
+}
+
+impl<T> IoContext<T> for io::Result<T> {
+    fn at(self, path: &Path) -> Result<T> {
+        self.map_err(|e| LogError::io(path, e))
+    }
+}
