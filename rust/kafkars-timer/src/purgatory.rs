@@ -1,0 +1,345 @@
+//! Delayed operations and the purgatory that holds them (Kafka's
+//! `DelayedOperation` and `DelayedOperationPurgatory`).
+//!
+//! An operation waits for a condition (enough bytes for a fetch, ISR acks for
+//! a produce, all members for a join) for at most `delay_ms`. It is watched
+//! under one or more keys; whoever changes the state behind a key calls
+//! [`DelayedOperationPurgatory::check_and_complete`]. If nothing completes it
+//! in time the timer expires it.
+
+use std::collections::HashMap;
+use std::collections::hash_map::{DefaultHasher, Entry};
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+use crate::system_timer::{CancelTimer, SystemTimer};
+use crate::timer_task_list::TimerHandle;
+
+/// Kafka's default `purgeInterval`: sweep the watch lists once this many
+/// completed operations may still be sitting in them.
+pub const DEFAULT_PURGE_INTERVAL: usize = 1000;
+
+/// Number of independently locked watch-list shards.
+const SHARDS: usize = 16;
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // User callbacks never run under these locks, so a poisoned lock holds
+    // consistent data.
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Completion bookkeeping every [`DelayedOperation`] embeds and exposes via
+/// [`DelayedOperation::state`].
+#[derive(Default)]
+pub struct OperationState {
+    completed: AtomicBool,
+    /// Serializes `try_complete` and expiration of one operation, as Kafka's
+    /// per-operation lock does, so implementations see a stable state.
+    lock: Mutex<()>,
+    /// The pending timeout, so completion can remove it from the timer.
+    timeout: Mutex<Option<(Weak<dyn CancelTimer>, TimerHandle)>>,
+}
+
+impl std::fmt::Debug for OperationState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OperationState")
+            .field("completed", &self.is_completed())
+            .finish()
+    }
+}
+
+impl OperationState {
+    /// A fresh, not completed state.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Whether the operation has completed (by either path).
+    pub fn is_completed(&self) -> bool {
+        self.completed.load(Ordering::SeqCst)
+    }
+
+    /// Claims completion; true for exactly one caller over the state's life.
+    fn claim(&self) -> bool {
+        self.completed
+            .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+    }
+
+    fn set_timeout(&self, timer: Weak<dyn CancelTimer>, handle: TimerHandle) {
+        *lock(&self.timeout) = Some((timer, handle));
+    }
+
+    /// Removes the pending timeout, if any (at most once).
+    fn cancel_timeout(&self) {
+        let timeout = lock(&self.timeout).take();
+        if let Some((timer, handle)) = timeout
+            && let Some(timer) = timer.upgrade()
+        {
+            timer.cancel(handle);
+        }
+    }
+}
+
+/// An operation that completes when a condition holds, or when it times out.
+///
+/// `on_complete` runs exactly once, whichever way the operation ends and
+/// however completion and expiration race across threads.
+pub trait DelayedOperation: Send + Sync + 'static {
+    /// The embedded completion state.
+    fn state(&self) -> &OperationState;
+
+    /// How long the operation may wait before it expires.
+    fn delay_ms(&self) -> u64;
+
+    /// Checks the completion condition; if it holds, calls
+    /// [`force_complete`](Self::force_complete) and returns its result.
+    fn try_complete(&self) -> bool;
+
+    /// The completion logic (e.g. sending the response). Runs exactly once.
+    fn on_complete(&self);
+
+    /// Called on timeout, just before `on_complete`.
+    fn on_expiration(&self);
+
+    /// Completes the operation now unless it already completed: cancels the
+    /// timeout and runs `on_complete`. True if this call did the completing.
+    fn force_complete(&self) -> bool {
+        if !self.state().claim() {
+            return false;
+        }
+        self.state().cancel_timeout();
+        self.on_complete();
+        true
+    }
+
+    /// Whether the operation has completed.
+    fn is_completed(&self) -> bool {
+        self.state().is_completed()
+    }
+}
+
+/// `try_complete` under the operation's lock, skipping completed operations.
+fn safe_try_complete<Op: DelayedOperation>(op: &Op) -> bool {
+    let _guard = lock(&op.state().lock);
+    !op.is_completed() && op.try_complete()
+}
+
+/// The timeout path: `on_expiration` then `on_complete`, exactly once.
+fn expire<Op: DelayedOperation>(op: Arc<Op>) {
+    let _guard = lock(&op.state().lock);
+    // Claim first so a racing `force_complete` cannot run `on_complete`
+    // between our two callbacks.
+    if op.state().claim() {
+        op.state()
+            .timeout
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        op.on_expiration();
+        op.on_complete();
+    }
+}
+
+type WatchShard<K, Op> = Mutex<HashMap<K, Vec<Arc<Op>>>>;
+
+/// Holds delayed operations keyed by what they wait for, and expires them
+/// on a [`SystemTimer`]. `Send + Sync`: share it behind an `Arc`.
+pub struct DelayedOperationPurgatory<K, Op: DelayedOperation> {
+    name: String,
+    shards: Vec<WatchShard<K, Op>>,
+    timer: SystemTimer<Arc<Op>>,
+    /// Operations added to watch lists since the last purge; compared with
+    /// the timer size to estimate completed-but-still-watched entries.
+    estimated_total: AtomicUsize,
+    purge_interval: usize,
+}
+
+impl<K, Op> DelayedOperationPurgatory<K, Op>
+where
+    K: Hash + Eq + Clone + Send,
+    Op: DelayedOperation,
+{
+    /// A purgatory whose timeouts run on a real-clock driver thread named
+    /// `ExpirationReaper-{name}`.
+    pub fn new(name: &str, purge_interval: usize) -> Self {
+        let timer = SystemTimer::start(&format!("ExpirationReaper-{name}"), expire::<Op>);
+        Self::with_timer(name, timer, purge_interval)
+    }
+
+    /// A purgatory on a manual clock: operations expire only in
+    /// [`advance_clock`](Self::advance_clock). For deterministic tests.
+    pub fn manual(name: &str, purge_interval: usize) -> Self {
+        Self::with_timer(name, SystemTimer::manual(expire::<Op>), purge_interval)
+    }
+
+    fn with_timer(name: &str, timer: SystemTimer<Arc<Op>>, purge_interval: usize) -> Self {
+        Self {
+            name: name.to_owned(),
+            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            timer,
+            estimated_total: AtomicUsize::new(0),
+            purge_interval,
+        }
+    }
+
+    /// The purgatory's name (e.g. "Fetch", "Produce", "Rebalance").
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn shard(&self, key: &K) -> &WatchShard<K, Op> {
+        let mut hasher = DefaultHasher::new();
+        key.hash(&mut hasher);
+        &self.shards[(hasher.finish() as usize) % SHARDS]
+    }
+
+    /// Completes `op` now if it can; otherwise watches it under every key and
+    /// schedules its timeout. Returns true iff this call completed it.
+    ///
+    /// The condition is checked, then the operation is watched, then checked
+    /// again: an event between the first check and the watch is caught by the
+    /// second check, and any later event finds the operation in a watch list.
+    ///
+    /// # Panics
+    /// If `keys` is empty.
+    pub fn try_complete_else_watch(&self, op: &Arc<Op>, keys: &[K]) -> bool {
+        assert!(!keys.is_empty(), "the watch key list can't be empty");
+        {
+            let _guard = lock(&op.state().lock);
+            if op.try_complete() {
+                return true;
+            }
+            for key in keys {
+                if op.is_completed() {
+                    break;
+                }
+                lock(self.shard(key))
+                    .entry(key.clone())
+                    .or_default()
+                    .push(Arc::clone(op));
+            }
+            self.estimated_total.fetch_add(1, Ordering::Relaxed);
+            if op.try_complete() {
+                return true;
+            }
+        }
+        if !op.is_completed() {
+            let handle = self.timer.add(op.delay_ms(), Arc::clone(op));
+            op.state().set_timeout(self.timer.cancel_hook(), handle);
+            // Completed between the check and `set_timeout`: the completer
+            // found no timeout to cancel, so cancel it here.
+            if op.is_completed() {
+                op.state().cancel_timeout();
+            }
+        }
+        self.maybe_purge();
+        false
+    }
+
+    /// Tries to complete the operations watched under `key`; returns how many
+    /// this call completed. Call it without holding locks the operations'
+    /// `try_complete` may need.
+    pub fn check_and_complete(&self, key: &K) -> usize {
+        // Snapshot rather than take the list: a concurrent caller must still
+        // see every operation, or it could miss its own event.
+        let ops: Vec<Arc<Op>> = match lock(self.shard(key)).get(key) {
+            Some(ops) => ops.clone(),
+            None => return 0,
+        };
+        let completed = ops
+            .iter()
+            .filter(|op| safe_try_complete(op.as_ref()))
+            .count();
+        if completed > 0 || ops.iter().any(|op| op.is_completed()) {
+            self.remove_completed(key);
+        }
+        completed
+    }
+
+    fn remove_completed(&self, key: &K) -> usize {
+        let mut shard = lock(self.shard(key));
+        let Entry::Occupied(mut entry) = shard.entry(key.clone()) else {
+            return 0;
+        };
+        let before = entry.get().len();
+        entry.get_mut().retain(|op| !op.is_completed());
+        let removed = before - entry.get().len();
+        if entry.get().is_empty() {
+            entry.remove();
+        }
+        removed
+    }
+
+    /// Stops watching `key` and returns its operations, which are neither
+    /// completed nor expired by this call.
+    pub fn cancel_for_key(&self, key: &K) -> Vec<Arc<Op>> {
+        lock(self.shard(key)).remove(key).unwrap_or_default()
+    }
+
+    /// Total watch-list entries (an operation watched under n keys counts n
+    /// times, and completed ones count until purged). Kafka's `PurgatorySize`.
+    pub fn watched(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|shard| lock(shard).values().map(Vec::len).sum::<usize>())
+            .sum()
+    }
+
+    /// Operations waiting for their timeout. Kafka's `NumDelayedOperations`.
+    pub fn num_delayed(&self) -> usize {
+        self.timer.size()
+    }
+
+    /// Sweeps completed operations out of every watch list when enough of
+    /// them may have accumulated (completed via another key or by expiry).
+    fn maybe_purge(&self) {
+        let delayed = self.num_delayed();
+        if self
+            .estimated_total
+            .load(Ordering::Relaxed)
+            .saturating_sub(delayed)
+            <= self.purge_interval
+        {
+            return;
+        }
+        // Reset first; completions during the sweep only overestimate.
+        self.estimated_total.store(delayed, Ordering::Relaxed);
+        let mut purged = 0;
+        for shard in &self.shards {
+            let mut watchers = lock(shard);
+            watchers.retain(|_, ops| {
+                let before = ops.len();
+                ops.retain(|op| !op.is_completed());
+                purged += before - ops.len();
+                !ops.is_empty()
+            });
+        }
+        tracing::debug!(purgatory = %self.name, purged, "purged completed watchers");
+    }
+
+    /// Expires, on the calling thread, operations due by `now_ms` on a
+    /// [`manual`](Self::manual) purgatory, then purges if due. Returns how
+    /// many timeouts ran (including already-completed ones).
+    pub fn advance_clock(&self, now_ms: u64) -> usize {
+        let expired = self.timer.advance_clock(now_ms);
+        self.maybe_purge();
+        expired
+    }
+
+    /// Stops the expiration thread; pending operations are no longer
+    /// expired. Idempotent; also done on drop.
+    pub fn shutdown(&self) {
+        self.timer.shutdown();
+    }
+}
+
+impl<K, Op: DelayedOperation> std::fmt::Debug for DelayedOperationPurgatory<K, Op> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DelayedOperationPurgatory")
+            .field("name", &self.name)
+            .field("num_delayed", &self.timer.size())
+            .finish()
+    }
+}
