@@ -1,0 +1,171 @@
+//! The bridge between kafka-protocol messages and plain Python data.
+//!
+//! Python handlers see every request body as a `dict` keyed by kafka-protocol's
+//! snake_case field names (nested structs are dicts, arrays are lists, strings are
+//! `str`, UUIDs are `uuid.UUID`, record data is a [`RecordSet`]) and return responses
+//! in the same shape. The per-message code is generated (`gen/gen_protocol_bridge.py`
+//! → `generated.rs`); leaf types are in `types.rs`, record fields in `records.rs`.
+//!
+//! Entry points for the server: [`request_to_py`], [`response_from_py`],
+//! [`encode_response`], [`api_key_name`].
+use bytes::BytesMut;
+use kafka_protocol::messages::{ApiKey, RequestKind};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyMapping, PyString};
+
+mod generated;
+mod records;
+mod types;
+
+#[allow(unused_imports)] // the server layer uses what the test functions here do not
+pub(crate) use generated::{
+    api_key_name, encode_response, request_to_py, response_from_py, response_to_py,
+};
+pub(crate) use records::RecordSet;
+
+/// Rust value → plain Python data.
+pub(crate) trait ToPy {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>>;
+}
+
+/// Plain Python data → Rust value. Structs come from a dict (or any Mapping): keys
+/// override `Default::default()`, missing keys keep the default, unknown keys raise.
+pub(crate) trait FromPy: Sized {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self>;
+}
+
+/// Re-raise `err` (same exception type when possible) with `context` prefixed, so a
+/// bad value deep inside a response names its path: `MetadataResponse.brokers[1]: ...`.
+/// Only runs on the error path.
+pub(crate) fn with_context(py: Python<'_>, err: PyErr, context: &str) -> PyErr {
+    let message = err.value(py).to_string();
+    // "[i]" segments attach to the field name before them.
+    let sep = if message.starts_with('[') { "" } else { ": " };
+    let ty = err.get_type(py);
+    match ty.call1((format!("{context}{sep}{message}"),)) {
+        Ok(value) => {
+            let wrapped = PyErr::from_value(value);
+            wrapped.set_cause(py, Some(err));
+            wrapped
+        }
+        // Exception types with unusual constructors keep their own message.
+        Err(_) => err,
+    }
+}
+
+/// Feed each `key, value` of a struct's dict to `set`, which returns `false` for a
+/// key the struct does not have. Called by every generated `FromPy` impl.
+pub(crate) fn for_each_field<'py>(
+    obj: &Bound<'py, PyAny>,
+    struct_name: &'static str,
+    fields: &'static [&'static str],
+    mut set: impl FnMut(&str, &Bound<'py, PyAny>) -> PyResult<bool>,
+) -> PyResult<()> {
+    let py = obj.py();
+    let mut apply = |key: Bound<'py, PyAny>, value: Bound<'py, PyAny>| -> PyResult<()> {
+        let Ok(key) = key.cast::<PyString>() else {
+            return Err(PyTypeError::new_err(format!(
+                "{struct_name}: field names must be str, got {key:?}"
+            )));
+        };
+        let key = key.to_str()?;
+        match set(key, &value) {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(PyTypeError::new_err(format!(
+                "{struct_name} has no field {key:?} (fields: {})",
+                fields.join(", ")
+            ))),
+            Err(err) => Err(with_context(py, err, &format!("{struct_name}.{key}"))),
+        }
+    };
+    if let Ok(dict) = obj.cast::<PyDict>() {
+        for (key, value) in dict.iter() {
+            apply(key, value)?;
+        }
+    } else if let Ok(mapping) = obj.cast::<PyMapping>() {
+        for item in mapping.items()?.iter() {
+            let (key, value) = item.extract()?;
+            apply(key, value)?;
+        }
+    } else {
+        return Err(PyTypeError::new_err(format!(
+            "{struct_name}: expected a dict, got {}",
+            obj.get_type().name()?
+        )));
+    }
+    Ok(())
+}
+
+fn api_key(key: i16) -> PyResult<ApiKey> {
+    ApiKey::try_from(key).map_err(|()| PyValueError::new_err(format!("unknown api key {key}")))
+}
+
+/// Decode a request body (no header) into its dict. For tests and tools.
+#[pyfunction]
+fn decode_request<'py>(
+    py: Python<'py>,
+    api_key: i16,
+    api_version: i16,
+    body: &[u8],
+) -> PyResult<Bound<'py, PyAny>> {
+    let key = self::api_key(api_key)?;
+    let mut buf = bytes::Bytes::copy_from_slice(body);
+    let request = RequestKind::decode(key, &mut buf, api_version)
+        .map_err(|err| PyValueError::new_err(format!("{err:#}")))?;
+    request_to_py(py, &request)
+}
+
+/// Encode a response dict into its body bytes (no header). For tests and tools.
+#[pyfunction(name = "encode_response")]
+fn encode_response_body<'py>(
+    py: Python<'py>,
+    api_key: i16,
+    api_version: i16,
+    response: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let response = response_from_py(self::api_key(api_key)?, response)?;
+    let mut buf = BytesMut::new();
+    encode_response(&response, api_version, &mut buf)
+        .map_err(|err| PyValueError::new_err(format!("{err:#}")))?;
+    Ok(PyBytes::new(py, &buf))
+}
+
+/// The response dict as the broker would see it after conversion: validated, with
+/// every default filled in. For tests.
+#[pyfunction]
+fn normalize_response<'py>(
+    py: Python<'py>,
+    api_key: i16,
+    response: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    response_to_py(py, &response_from_py(self::api_key(api_key)?, response)?)
+}
+
+/// `{name: (api_key, min_version, max_version)}` for every API kafka-protocol knows.
+#[pyfunction]
+fn api_keys(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let out = PyDict::new(py);
+    for key in ApiKey::iter() {
+        let range = key.valid_versions();
+        out.set_item(api_key_name(key), (key as i16, range.min, range.max))?;
+    }
+    Ok(out)
+}
+
+/// Register `RecordSet` on `kafkars._core` and the `kafkars._core.protocol` helpers.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_class::<RecordSet>()?;
+    let sub = PyModule::new(py, "protocol")?;
+    sub.add_function(wrap_pyfunction!(decode_request, &sub)?)?;
+    sub.add_function(wrap_pyfunction!(encode_response_body, &sub)?)?;
+    sub.add_function(wrap_pyfunction!(normalize_response, &sub)?)?;
+    sub.add_function(wrap_pyfunction!(api_keys, &sub)?)?;
+    m.add_submodule(&sub)?;
+    // Make `import kafkars._core.protocol` work, not only attribute access.
+    py.import("sys")?
+        .getattr("modules")?
+        .set_item("kafkars._core.protocol", &sub)?;
+    Ok(())
+}

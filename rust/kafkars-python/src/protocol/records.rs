@@ -1,0 +1,92 @@
+//! Record data fields (`records: Option<Bytes>` in Produce/Fetch/ShareFetch).
+//!
+//! Record bytes never become Python `bytes` on the produce or fetch path: handlers see
+//! an opaque [`RecordSet`] handle that shares the Rust buffer, and hand one back.
+use bytes::Bytes;
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+/// A zero-copy handle on a run of record batches, as they appear on the wire.
+///
+/// Python can measure and pass it along; only `to_bytes()` copies (tests, debugging).
+#[pyclass(frozen, name = "RecordSet", module = "kafkars._core")]
+pub(crate) struct RecordSet {
+    bytes: Bytes,
+}
+
+impl RecordSet {
+    /// Wrap record bytes without copying them.
+    #[allow(dead_code)] // for the network/storage bindings
+    pub(crate) fn from_bytes(bytes: Bytes) -> Self {
+        Self { bytes }
+    }
+
+    /// The record bytes (a cheap, refcounted `Bytes` clone away).
+    #[allow(dead_code)] // for the network/storage bindings
+    pub(crate) fn bytes(&self) -> &Bytes {
+        &self.bytes
+    }
+}
+
+#[pymethods]
+impl RecordSet {
+    /// Copy `data` into a new record set. For tests and tools; brokers get record
+    /// sets from decoded requests or from the log.
+    #[new]
+    fn py_new(data: &[u8]) -> Self {
+        Self {
+            bytes: Bytes::copy_from_slice(data),
+        }
+    }
+
+    fn __len__(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// Size of the record batches in bytes (Kafka's `Records.sizeInBytes()`).
+    fn size_in_bytes(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// A copy of the bytes as Python `bytes`. For tests and debugging only.
+    fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.bytes)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("RecordSet(size_in_bytes={})", self.bytes.len())
+    }
+}
+
+/// `records` field → `RecordSet` or `None`. Shares the buffer (a refcount bump).
+pub(crate) fn records_to_py<'py>(
+    py: Python<'py>,
+    records: &Option<Bytes>,
+) -> PyResult<Bound<'py, PyAny>> {
+    match records {
+        Some(bytes) => Ok(Bound::new(
+            py,
+            RecordSet {
+                bytes: bytes.clone(),
+            },
+        )?
+        .into_any()),
+        None => Ok(py.None().into_bound(py)),
+    }
+}
+
+/// `None` or a `RecordSet` → `records` field. Anything else is a handler bug.
+// The server layer extends this for file slices (sendfile) once those exist.
+pub(crate) fn records_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Option<Bytes>> {
+    if obj.is_none() {
+        return Ok(None);
+    }
+    if let Ok(set) = obj.cast::<RecordSet>() {
+        return Ok(Some(set.get().bytes.clone()));
+    }
+    Err(PyTypeError::new_err(format!(
+        "expected RecordSet or None, got {}",
+        obj.get_type().name()?
+    )))
+}
