@@ -1,11 +1,17 @@
 //! The one crate that speaks Python: thin PyO3 bindings over the plain-Rust crates.
 use pyo3::prelude::*;
 
+mod codec;
+mod errors;
 mod protocol;
+mod segment_reader;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    errors::register(m)?;
+    codec::register(m)?;
+    m.add_class::<segment_reader::SegmentReader>()?;
     protocol::register(m)?;
     Ok(())
 }
