@@ -27,3 +27,7 @@ pub use meta_properties::MetaProperties;
 pub use offset_index::{OffsetIndex, OffsetPosition};
 pub use time_index::{TimeIndex, TimestampOffset};
 pub use topic_partition::TopicPartition;
+pub mod fetch;
+pub mod segment;
+pub use fetch::{FetchDataInfo, FileSlice, LogOffsetMetadata};
+pub use segment::{LogSegment, RollParams, SegmentRecovery, TimestampAndOffset};
