@@ -4,6 +4,7 @@ use pyo3::prelude::*;
 mod codec;
 mod errors;
 mod protocol;
+mod purgatory;
 mod segment_reader;
 
 #[pymodule]
@@ -13,5 +14,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     codec::register(m)?;
     m.add_class::<segment_reader::SegmentReader>()?;
     protocol::register(m)?;
+    m.add_class::<purgatory::PyPurgatory>()?;
     Ok(())
 }

@@ -1,0 +1,91 @@
+"""kafkars-dump-log against a segment shaped exactly like the one seed 003 dumps."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from kafkars import codec
+from kafkars.log import LogDir
+
+# Seed 003's `kafka-dump-log.sh --print-data-log` output for a segment Kafka wrote.
+SEED_DUMP = """\
+Starting offset: 0
+baseOffset: 0 lastOffset: 0 count: 1 baseSequence: -1 lastSequence: -1 producerId: -1 producerEpoch: -1 partitionLeaderEpoch: 2 isTransactional: false isControl: false position: 0 CreateTime: 1562121985144 size: 82 magic: 2 compresscodec: NONE crc: 2717637561 isvalid: true
+| offset: 0 CreateTime: 1562121985144 keysize: -1 valuesize: 14 sequence: -1 headerKeys: [] payload: hello, Kafka0!
+baseOffset: 1 lastOffset: 1 count: 1 baseSequence: -1 lastSequence: -1 producerId: -1 producerEpoch: -1 partitionLeaderEpoch: 2 isTransactional: false isControl: false position: 82 CreateTime: 1562122005565 size: 82 magic: 2 compresscodec: NONE crc: 2618539239 isvalid: true
+| offset: 1 CreateTime: 1562122005565 keysize: -1 valuesize: 14 sequence: -1 headerKeys: [] payload: hello, Kafka2!
+"""  # noqa: E501
+
+
+def write_seed_segment(directory: Path) -> Path:
+    partition = directory / "reatest-0"
+    partition.mkdir(parents=True)
+    data = b"".join(
+        codec.build_batch(
+            [(None, value, ts, [])], base_offset=offset, partition_leader_epoch=2
+        )
+        for offset, ts, value in [
+            (0, 1562121985144, b"hello, Kafka0!"),
+            (1, 1562122005565, b"hello, Kafka2!"),
+        ]
+    )
+    path = partition / "00000000000000000000.log"
+    path.write_bytes(data)
+    return path
+
+
+def dump(*args: str) -> str:
+    out = subprocess.run(
+        [sys.executable, "-m", "kafkars.tools.dump_log", *args],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return out.stdout
+
+
+def test_dump_matches_kafka_output(tmp_path: Path) -> None:
+    path = write_seed_segment(tmp_path)
+    out = dump("--files", str(path), "--print-data-log")
+    assert out == f"Dumping {path}\n" + SEED_DUMP
+
+
+def test_batch_lines_only_without_print_data(tmp_path: Path) -> None:
+    path = write_seed_segment(tmp_path)
+    lines = dump("--files", str(path)).splitlines()
+    assert len(lines) == 4
+    assert not any(line.startswith("|") for line in lines)
+
+
+def test_torn_tail_is_reported_not_printed(tmp_path: Path) -> None:
+    path = write_seed_segment(tmp_path)
+    with open(path, "ab") as f:
+        f.write(codec.build_batch([(None, b"x", 1, [])], base_offset=2)[:30])
+    out = dump("--files", str(path), "--print-data-log")
+    assert "Found 30 invalid bytes at the end of 00000000000000000000.log" in out
+    assert out.count("baseOffset:") == 2
+
+
+def test_index_dump(tmp_path: Path) -> None:
+    index = tmp_path / "00000000000000000536.index"
+    import struct
+
+    entries = [(52, 4160), (104, 8320)]
+    index.write_bytes(
+        b"".join(struct.pack(">ii", rel, pos) for rel, pos in entries) + b"\0" * 64
+    )
+    out = dump("--files", str(index))
+    assert out.splitlines()[1:] == ["offset: 588 position: 4160", "offset: 640 position: 8320"]
+
+
+def test_log_dir_reader(tmp_path: Path) -> None:
+    write_seed_segment(tmp_path)
+    (p,) = LogDir(tmp_path).partitions()
+    assert (p.topic, p.partition) == ("reatest", 0)
+    assert [r.value for r in p.records()] == [b"hello, Kafka0!", b"hello, Kafka2!"]
+    assert [r.offset for r in p.records(start_offset=1)] == [1]
+    assert p.log_end_offset == 2
+    assert p.offset_for_timestamp(1562121985145) == 1
+    assert p.offset_for_timestamp(1562122005566) is None
