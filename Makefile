@@ -54,5 +54,8 @@ bench-rust: ## Criterion benches of the Rust crates
 bench: dev bench-rust ## all benchmarks (Criterion + pytest-benchmark)
 	$(PY) -m pytest bench --benchmark-enable -q
 
+conformance: dev ## librdkafka's test suite against a broker (builds librdkafka once; slow)
+	scripts/conformance.sh $(TESTS)
+
 clean: ## remove build outputs and the venv
 	rm -rf target $(VENV) .pytest_cache
