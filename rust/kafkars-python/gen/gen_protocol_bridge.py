@@ -179,12 +179,8 @@ impl FromPy for {s.path} {{
 
 
 def emit_dispatch(requests, responses, api_keys) -> str:
-    req_arms = "\n".join(
-        f"        RequestKind::{v}(x) => x.to_py(py)," for v, _ in requests
-    )
-    resp_to_arms = "\n".join(
-        f"        ResponseKind::{v}(x) => x.to_py(py)," for v, _ in responses
-    )
+    req_arms = "\n".join(f"        RequestKind::{v}(x) => x.to_py(py)," for v, _ in requests)
+    resp_to_arms = "\n".join(f"        ResponseKind::{v}(x) => x.to_py(py)," for v, _ in responses)
     resp_variants = {v for v, _ in responses}
     missing = [k for k in api_keys if k not in resp_variants]
     if missing:
@@ -196,22 +192,36 @@ def emit_dispatch(requests, responses, api_keys) -> str:
         f"        ResponseKind::{v}(x) => Encodable::encode(x, buf, version)," for v, _ in responses
     )
     name_arms = "\n".join(f'        ApiKey::{k} => "{k}",' for k in api_keys)
+    req_types, resp_types = dict(requests), dict(responses)
+    version_arms = "\n".join(
+        f"        ApiKey::{k} => intersect(<kp::messages::{req_types[k]} as Message>::VERSIONS, "
+        f"<kp::messages::{resp_types[k]} as Message>::VERSIONS),"
+        for k in api_keys
+    )
     return f"""
+const UNKNOWN_KIND: &str = "message kind unknown to the protocol bridge; regenerate generated.rs";
+
 /// The request body as a Python dict (see `ToPy`).
-pub(crate) fn request_to_py<'py>(py: Python<'py>, req: &RequestKind) -> PyResult<Bound<'py, PyAny>> {{
+pub(crate) fn request_to_py<'py>(
+    py: Python<'py>,
+    req: &RequestKind,
+) -> PyResult<Bound<'py, PyAny>> {{
     match req {{
 {req_arms}
         // RequestKind is #[non_exhaustive]; a newer kafka-protocol needs a regenerate.
-        _ => Err(PyNotImplementedError::new_err("request kind unknown to the protocol bridge; regenerate it")),
+        _ => Err(PyNotImplementedError::new_err(UNKNOWN_KIND)),
     }}
 }}
 
 /// A response as a Python dict: for tests and tools (handlers build responses, they
 /// do not read them).
-pub(crate) fn response_to_py<'py>(py: Python<'py>, resp: &ResponseKind) -> PyResult<Bound<'py, PyAny>> {{
+pub(crate) fn response_to_py<'py>(
+    py: Python<'py>,
+    resp: &ResponseKind,
+) -> PyResult<Bound<'py, PyAny>> {{
     match resp {{
 {resp_to_arms}
-        _ => Err(PyNotImplementedError::new_err("response kind unknown to the protocol bridge; regenerate it")),
+        _ => Err(PyNotImplementedError::new_err(UNKNOWN_KIND)),
     }}
 }}
 
@@ -224,10 +234,30 @@ pub(crate) fn response_from_py(api_key: ApiKey, obj: &Bound<'_, PyAny>) -> PyRes
 
 /// Encode a response body into any `ByteBufMut` (`ResponseKind::encode` only takes
 /// `BytesMut`; the network layer writes into its own buffers).
-pub(crate) fn encode_response<B: ByteBufMut>(resp: &ResponseKind, version: i16, buf: &mut B) -> anyhow::Result<()> {{
+pub(crate) fn encode_response<B: ByteBufMut>(
+    resp: &ResponseKind,
+    version: i16,
+    buf: &mut B,
+) -> anyhow::Result<()> {{
     match resp {{
 {enc_arms}
-        _ => anyhow::bail!("response kind unknown to the protocol bridge; regenerate it"),
+        _ => anyhow::bail!(UNKNOWN_KIND),
+    }}
+}}
+
+/// Versions this build can both decode the request and encode the response for.
+///
+/// Use this, not `ApiKey::valid_versions`, for ApiVersions: kafka-protocol 0.18 reports
+/// e.g. OffsetCommit up to v10 while its OffsetCommitRequest only decodes up to v9.
+pub(crate) fn supported_versions(api_key: ApiKey) -> VersionRange {{
+    const fn intersect(a: VersionRange, b: VersionRange) -> VersionRange {{
+        VersionRange {{
+            min: if a.min > b.min {{ a.min }} else {{ b.min }},
+            max: if a.max < b.max {{ a.max }} else {{ b.max }},
+        }}
+    }}
+    match api_key {{
+{version_arms}
     }}
 }}
 
@@ -251,7 +281,7 @@ HEADER = """\
 
 use kafka_protocol as kp;
 use kafka_protocol::messages::{{ApiKey, RequestKind, ResponseKind}};
-use kafka_protocol::protocol::Encodable;
+use kafka_protocol::protocol::{{Encodable, Message, VersionRange}};
 use kafka_protocol::protocol::buf::ByteBufMut;
 use pyo3::exceptions::PyNotImplementedError;
 use pyo3::intern;

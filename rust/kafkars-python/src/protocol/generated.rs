@@ -8,8 +8,8 @@
 
 use kafka_protocol as kp;
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
-use kafka_protocol::protocol::Encodable;
 use kafka_protocol::protocol::buf::ByteBufMut;
+use kafka_protocol::protocol::{Encodable, Message, VersionRange};
 use pyo3::exceptions::PyNotImplementedError;
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -17,6 +17,8 @@ use pyo3::types::PyDict;
 
 use super::records;
 use super::{FromPy, ToPy, for_each_field};
+
+const UNKNOWN_KIND: &str = "message kind unknown to the protocol bridge; regenerate generated.rs";
 
 /// The request body as a Python dict (see `ToPy`).
 pub(crate) fn request_to_py<'py>(
@@ -112,9 +114,7 @@ pub(crate) fn request_to_py<'py>(
         RequestKind::AlterShareGroupOffsets(x) => x.to_py(py),
         RequestKind::DeleteShareGroupOffsets(x) => x.to_py(py),
         // RequestKind is #[non_exhaustive]; a newer kafka-protocol needs a regenerate.
-        _ => Err(PyNotImplementedError::new_err(
-            "request kind unknown to the protocol bridge; regenerate it",
-        )),
+        _ => Err(PyNotImplementedError::new_err(UNKNOWN_KIND)),
     }
 }
 
@@ -212,9 +212,7 @@ pub(crate) fn response_to_py<'py>(
         ResponseKind::DescribeShareGroupOffsets(x) => x.to_py(py),
         ResponseKind::AlterShareGroupOffsets(x) => x.to_py(py),
         ResponseKind::DeleteShareGroupOffsets(x) => x.to_py(py),
-        _ => Err(PyNotImplementedError::new_err(
-            "response kind unknown to the protocol bridge; regenerate it",
-        )),
+        _ => Err(PyNotImplementedError::new_err(UNKNOWN_KIND)),
     }
 }
 
@@ -436,7 +434,370 @@ pub(crate) fn encode_response<B: ByteBufMut>(
         ResponseKind::DescribeShareGroupOffsets(x) => Encodable::encode(x, buf, version),
         ResponseKind::AlterShareGroupOffsets(x) => Encodable::encode(x, buf, version),
         ResponseKind::DeleteShareGroupOffsets(x) => Encodable::encode(x, buf, version),
-        _ => anyhow::bail!("response kind unknown to the protocol bridge; regenerate it"),
+        _ => anyhow::bail!(UNKNOWN_KIND),
+    }
+}
+
+/// Versions this build can both decode the request and encode the response for.
+///
+/// Use this, not `ApiKey::valid_versions`, for ApiVersions: kafka-protocol 0.18 reports
+/// e.g. OffsetCommit up to v10 while its OffsetCommitRequest only decodes up to v9.
+pub(crate) fn supported_versions(api_key: ApiKey) -> VersionRange {
+    const fn intersect(a: VersionRange, b: VersionRange) -> VersionRange {
+        VersionRange {
+            min: if a.min > b.min { a.min } else { b.min },
+            max: if a.max < b.max { a.max } else { b.max },
+        }
+    }
+    match api_key {
+        ApiKey::Produce => intersect(
+            <kp::messages::ProduceRequest as Message>::VERSIONS,
+            <kp::messages::ProduceResponse as Message>::VERSIONS,
+        ),
+        ApiKey::Fetch => intersect(
+            <kp::messages::FetchRequest as Message>::VERSIONS,
+            <kp::messages::FetchResponse as Message>::VERSIONS,
+        ),
+        ApiKey::ListOffsets => intersect(
+            <kp::messages::ListOffsetsRequest as Message>::VERSIONS,
+            <kp::messages::ListOffsetsResponse as Message>::VERSIONS,
+        ),
+        ApiKey::Metadata => intersect(
+            <kp::messages::MetadataRequest as Message>::VERSIONS,
+            <kp::messages::MetadataResponse as Message>::VERSIONS,
+        ),
+        ApiKey::OffsetCommit => intersect(
+            <kp::messages::OffsetCommitRequest as Message>::VERSIONS,
+            <kp::messages::OffsetCommitResponse as Message>::VERSIONS,
+        ),
+        ApiKey::OffsetFetch => intersect(
+            <kp::messages::OffsetFetchRequest as Message>::VERSIONS,
+            <kp::messages::OffsetFetchResponse as Message>::VERSIONS,
+        ),
+        ApiKey::FindCoordinator => intersect(
+            <kp::messages::FindCoordinatorRequest as Message>::VERSIONS,
+            <kp::messages::FindCoordinatorResponse as Message>::VERSIONS,
+        ),
+        ApiKey::JoinGroup => intersect(
+            <kp::messages::JoinGroupRequest as Message>::VERSIONS,
+            <kp::messages::JoinGroupResponse as Message>::VERSIONS,
+        ),
+        ApiKey::Heartbeat => intersect(
+            <kp::messages::HeartbeatRequest as Message>::VERSIONS,
+            <kp::messages::HeartbeatResponse as Message>::VERSIONS,
+        ),
+        ApiKey::LeaveGroup => intersect(
+            <kp::messages::LeaveGroupRequest as Message>::VERSIONS,
+            <kp::messages::LeaveGroupResponse as Message>::VERSIONS,
+        ),
+        ApiKey::SyncGroup => intersect(
+            <kp::messages::SyncGroupRequest as Message>::VERSIONS,
+            <kp::messages::SyncGroupResponse as Message>::VERSIONS,
+        ),
+        ApiKey::DescribeGroups => intersect(
+            <kp::messages::DescribeGroupsRequest as Message>::VERSIONS,
+            <kp::messages::DescribeGroupsResponse as Message>::VERSIONS,
+        ),
+        ApiKey::ListGroups => intersect(
+            <kp::messages::ListGroupsRequest as Message>::VERSIONS,
+            <kp::messages::ListGroupsResponse as Message>::VERSIONS,
+        ),
+        ApiKey::SaslHandshake => intersect(
+            <kp::messages::SaslHandshakeRequest as Message>::VERSIONS,
+            <kp::messages::SaslHandshakeResponse as Message>::VERSIONS,
+        ),
+        ApiKey::ApiVersions => intersect(
+            <kp::messages::ApiVersionsRequest as Message>::VERSIONS,
+            <kp::messages::ApiVersionsResponse as Message>::VERSIONS,
+        ),
+        ApiKey::CreateTopics => intersect(
+            <kp::messages::CreateTopicsRequest as Message>::VERSIONS,
+            <kp::messages::CreateTopicsResponse as Message>::VERSIONS,
+        ),
+        ApiKey::DeleteTopics => intersect(
+            <kp::messages::DeleteTopicsRequest as Message>::VERSIONS,
+            <kp::messages::DeleteTopicsResponse as Message>::VERSIONS,
+        ),
+        ApiKey::DeleteRecords => intersect(
+            <kp::messages::DeleteRecordsRequest as Message>::VERSIONS,
+            <kp::messages::DeleteRecordsResponse as Message>::VERSIONS,
+        ),
+        ApiKey::InitProducerId => intersect(
+            <kp::messages::InitProducerIdRequest as Message>::VERSIONS,
+            <kp::messages::InitProducerIdResponse as Message>::VERSIONS,
+        ),
+        ApiKey::OffsetForLeaderEpoch => intersect(
+            <kp::messages::OffsetForLeaderEpochRequest as Message>::VERSIONS,
+            <kp::messages::OffsetForLeaderEpochResponse as Message>::VERSIONS,
+        ),
+        ApiKey::AddPartitionsToTxn => intersect(
+            <kp::messages::AddPartitionsToTxnRequest as Message>::VERSIONS,
+            <kp::messages::AddPartitionsToTxnResponse as Message>::VERSIONS,
+        ),
+        ApiKey::AddOffsetsToTxn => intersect(
+            <kp::messages::AddOffsetsToTxnRequest as Message>::VERSIONS,
+            <kp::messages::AddOffsetsToTxnResponse as Message>::VERSIONS,
+        ),
+        ApiKey::EndTxn => intersect(
+            <kp::messages::EndTxnRequest as Message>::VERSIONS,
+            <kp::messages::EndTxnResponse as Message>::VERSIONS,
+        ),
+        ApiKey::WriteTxnMarkers => intersect(
+            <kp::messages::WriteTxnMarkersRequest as Message>::VERSIONS,
+            <kp::messages::WriteTxnMarkersResponse as Message>::VERSIONS,
+        ),
+        ApiKey::TxnOffsetCommit => intersect(
+            <kp::messages::TxnOffsetCommitRequest as Message>::VERSIONS,
+            <kp::messages::TxnOffsetCommitResponse as Message>::VERSIONS,
+        ),
+        ApiKey::DescribeAcls => intersect(
+            <kp::messages::DescribeAclsRequest as Message>::VERSIONS,
+            <kp::messages::DescribeAclsResponse as Message>::VERSIONS,
+        ),
+        ApiKey::CreateAcls => intersect(
+            <kp::messages::CreateAclsRequest as Message>::VERSIONS,
+            <kp::messages::CreateAclsResponse as Message>::VERSIONS,
+        ),
+        ApiKey::DeleteAcls => intersect(
+            <kp::messages::DeleteAclsRequest as Message>::VERSIONS,
+            <kp::messages::DeleteAclsResponse as Message>::VERSIONS,
+        ),
+        ApiKey::DescribeConfigs => intersect(
+            <kp::messages::DescribeConfigsRequest as Message>::VERSIONS,
+            <kp::messages::DescribeConfigsResponse as Message>::VERSIONS,
+        ),
+        ApiKey::AlterConfigs => intersect(
+            <kp::messages::AlterConfigsRequest as Message>::VERSIONS,
+            <kp::messages::AlterConfigsResponse as Message>::VERSIONS,
+        ),
+        ApiKey::AlterReplicaLogDirs => intersect(
+            <kp::messages::AlterReplicaLogDirsRequest as Message>::VERSIONS,
+            <kp::messages::AlterReplicaLogDirsResponse as Message>::VERSIONS,
+        ),
+        ApiKey::DescribeLogDirs => intersect(
+            <kp::messages::DescribeLogDirsRequest as Message>::VERSIONS,
+            <kp::messages::DescribeLogDirsResponse as Message>::VERSIONS,
+        ),
+        ApiKey::SaslAuthenticate => intersect(
+            <kp::messages::SaslAuthenticateRequest as Message>::VERSIONS,
+            <kp::messages::SaslAuthenticateResponse as Message>::VERSIONS,
+        ),
+        ApiKey::CreatePartitions => intersect(
+            <kp::messages::CreatePartitionsRequest as Message>::VERSIONS,
+            <kp::messages::CreatePartitionsResponse as Message>::VERSIONS,
+        ),
+        ApiKey::CreateDelegationToken => intersect(
+            <kp::messages::CreateDelegationTokenRequest as Message>::VERSIONS,
+            <kp::messages::CreateDelegationTokenResponse as Message>::VERSIONS,
+        ),
+        ApiKey::RenewDelegationToken => intersect(
+            <kp::messages::RenewDelegationTokenRequest as Message>::VERSIONS,
+            <kp::messages::RenewDelegationTokenResponse as Message>::VERSIONS,
+        ),
+        ApiKey::ExpireDelegationToken => intersect(
+            <kp::messages::ExpireDelegationTokenRequest as Message>::VERSIONS,
+            <kp::messages::ExpireDelegationTokenResponse as Message>::VERSIONS,
+        ),
+        ApiKey::DescribeDelegationToken => intersect(
+            <kp::messages::DescribeDelegationTokenRequest as Message>::VERSIONS,
+            <kp::messages::DescribeDelegationTokenResponse as Message>::VERSIONS,
+        ),
+        ApiKey::DeleteGroups => intersect(
+            <kp::messages::DeleteGroupsRequest as Message>::VERSIONS,
+            <kp::messages::DeleteGroupsResponse as Message>::VERSIONS,
+        ),
+        ApiKey::ElectLeaders => intersect(
+            <kp::messages::ElectLeadersRequest as Message>::VERSIONS,
+            <kp::messages::ElectLeadersResponse as Message>::VERSIONS,
+        ),
+        ApiKey::IncrementalAlterConfigs => intersect(
+            <kp::messages::IncrementalAlterConfigsRequest as Message>::VERSIONS,
+            <kp::messages::IncrementalAlterConfigsResponse as Message>::VERSIONS,
+        ),
+        ApiKey::AlterPartitionReassignments => intersect(
+            <kp::messages::AlterPartitionReassignmentsRequest as Message>::VERSIONS,
+            <kp::messages::AlterPartitionReassignmentsResponse as Message>::VERSIONS,
+        ),
+        ApiKey::ListPartitionReassignments => intersect(
+            <kp::messages::ListPartitionReassignmentsRequest as Message>::VERSIONS,
+            <kp::messages::ListPartitionReassignmentsResponse as Message>::VERSIONS,
+        ),
+        ApiKey::OffsetDelete => intersect(
+            <kp::messages::OffsetDeleteRequest as Message>::VERSIONS,
+            <kp::messages::OffsetDeleteResponse as Message>::VERSIONS,
+        ),
+        ApiKey::DescribeClientQuotas => intersect(
+            <kp::messages::DescribeClientQuotasRequest as Message>::VERSIONS,
+            <kp::messages::DescribeClientQuotasResponse as Message>::VERSIONS,
+        ),
+        ApiKey::AlterClientQuotas => intersect(
+            <kp::messages::AlterClientQuotasRequest as Message>::VERSIONS,
+            <kp::messages::AlterClientQuotasResponse as Message>::VERSIONS,
+        ),
+        ApiKey::DescribeUserScramCredentials => intersect(
+            <kp::messages::DescribeUserScramCredentialsRequest as Message>::VERSIONS,
+            <kp::messages::DescribeUserScramCredentialsResponse as Message>::VERSIONS,
+        ),
+        ApiKey::AlterUserScramCredentials => intersect(
+            <kp::messages::AlterUserScramCredentialsRequest as Message>::VERSIONS,
+            <kp::messages::AlterUserScramCredentialsResponse as Message>::VERSIONS,
+        ),
+        ApiKey::Vote => intersect(
+            <kp::messages::VoteRequest as Message>::VERSIONS,
+            <kp::messages::VoteResponse as Message>::VERSIONS,
+        ),
+        ApiKey::BeginQuorumEpoch => intersect(
+            <kp::messages::BeginQuorumEpochRequest as Message>::VERSIONS,
+            <kp::messages::BeginQuorumEpochResponse as Message>::VERSIONS,
+        ),
+        ApiKey::EndQuorumEpoch => intersect(
+            <kp::messages::EndQuorumEpochRequest as Message>::VERSIONS,
+            <kp::messages::EndQuorumEpochResponse as Message>::VERSIONS,
+        ),
+        ApiKey::DescribeQuorum => intersect(
+            <kp::messages::DescribeQuorumRequest as Message>::VERSIONS,
+            <kp::messages::DescribeQuorumResponse as Message>::VERSIONS,
+        ),
+        ApiKey::AlterPartition => intersect(
+            <kp::messages::AlterPartitionRequest as Message>::VERSIONS,
+            <kp::messages::AlterPartitionResponse as Message>::VERSIONS,
+        ),
+        ApiKey::UpdateFeatures => intersect(
+            <kp::messages::UpdateFeaturesRequest as Message>::VERSIONS,
+            <kp::messages::UpdateFeaturesResponse as Message>::VERSIONS,
+        ),
+        ApiKey::Envelope => intersect(
+            <kp::messages::EnvelopeRequest as Message>::VERSIONS,
+            <kp::messages::EnvelopeResponse as Message>::VERSIONS,
+        ),
+        ApiKey::FetchSnapshot => intersect(
+            <kp::messages::FetchSnapshotRequest as Message>::VERSIONS,
+            <kp::messages::FetchSnapshotResponse as Message>::VERSIONS,
+        ),
+        ApiKey::DescribeCluster => intersect(
+            <kp::messages::DescribeClusterRequest as Message>::VERSIONS,
+            <kp::messages::DescribeClusterResponse as Message>::VERSIONS,
+        ),
+        ApiKey::DescribeProducers => intersect(
+            <kp::messages::DescribeProducersRequest as Message>::VERSIONS,
+            <kp::messages::DescribeProducersResponse as Message>::VERSIONS,
+        ),
+        ApiKey::BrokerRegistration => intersect(
+            <kp::messages::BrokerRegistrationRequest as Message>::VERSIONS,
+            <kp::messages::BrokerRegistrationResponse as Message>::VERSIONS,
+        ),
+        ApiKey::BrokerHeartbeat => intersect(
+            <kp::messages::BrokerHeartbeatRequest as Message>::VERSIONS,
+            <kp::messages::BrokerHeartbeatResponse as Message>::VERSIONS,
+        ),
+        ApiKey::UnregisterBroker => intersect(
+            <kp::messages::UnregisterBrokerRequest as Message>::VERSIONS,
+            <kp::messages::UnregisterBrokerResponse as Message>::VERSIONS,
+        ),
+        ApiKey::DescribeTransactions => intersect(
+            <kp::messages::DescribeTransactionsRequest as Message>::VERSIONS,
+            <kp::messages::DescribeTransactionsResponse as Message>::VERSIONS,
+        ),
+        ApiKey::ListTransactions => intersect(
+            <kp::messages::ListTransactionsRequest as Message>::VERSIONS,
+            <kp::messages::ListTransactionsResponse as Message>::VERSIONS,
+        ),
+        ApiKey::AllocateProducerIds => intersect(
+            <kp::messages::AllocateProducerIdsRequest as Message>::VERSIONS,
+            <kp::messages::AllocateProducerIdsResponse as Message>::VERSIONS,
+        ),
+        ApiKey::ConsumerGroupHeartbeat => intersect(
+            <kp::messages::ConsumerGroupHeartbeatRequest as Message>::VERSIONS,
+            <kp::messages::ConsumerGroupHeartbeatResponse as Message>::VERSIONS,
+        ),
+        ApiKey::ConsumerGroupDescribe => intersect(
+            <kp::messages::ConsumerGroupDescribeRequest as Message>::VERSIONS,
+            <kp::messages::ConsumerGroupDescribeResponse as Message>::VERSIONS,
+        ),
+        ApiKey::ControllerRegistration => intersect(
+            <kp::messages::ControllerRegistrationRequest as Message>::VERSIONS,
+            <kp::messages::ControllerRegistrationResponse as Message>::VERSIONS,
+        ),
+        ApiKey::GetTelemetrySubscriptions => intersect(
+            <kp::messages::GetTelemetrySubscriptionsRequest as Message>::VERSIONS,
+            <kp::messages::GetTelemetrySubscriptionsResponse as Message>::VERSIONS,
+        ),
+        ApiKey::PushTelemetry => intersect(
+            <kp::messages::PushTelemetryRequest as Message>::VERSIONS,
+            <kp::messages::PushTelemetryResponse as Message>::VERSIONS,
+        ),
+        ApiKey::AssignReplicasToDirs => intersect(
+            <kp::messages::AssignReplicasToDirsRequest as Message>::VERSIONS,
+            <kp::messages::AssignReplicasToDirsResponse as Message>::VERSIONS,
+        ),
+        ApiKey::ListConfigResources => intersect(
+            <kp::messages::ListConfigResourcesRequest as Message>::VERSIONS,
+            <kp::messages::ListConfigResourcesResponse as Message>::VERSIONS,
+        ),
+        ApiKey::DescribeTopicPartitions => intersect(
+            <kp::messages::DescribeTopicPartitionsRequest as Message>::VERSIONS,
+            <kp::messages::DescribeTopicPartitionsResponse as Message>::VERSIONS,
+        ),
+        ApiKey::ShareGroupHeartbeat => intersect(
+            <kp::messages::ShareGroupHeartbeatRequest as Message>::VERSIONS,
+            <kp::messages::ShareGroupHeartbeatResponse as Message>::VERSIONS,
+        ),
+        ApiKey::ShareGroupDescribe => intersect(
+            <kp::messages::ShareGroupDescribeRequest as Message>::VERSIONS,
+            <kp::messages::ShareGroupDescribeResponse as Message>::VERSIONS,
+        ),
+        ApiKey::ShareFetch => intersect(
+            <kp::messages::ShareFetchRequest as Message>::VERSIONS,
+            <kp::messages::ShareFetchResponse as Message>::VERSIONS,
+        ),
+        ApiKey::ShareAcknowledge => intersect(
+            <kp::messages::ShareAcknowledgeRequest as Message>::VERSIONS,
+            <kp::messages::ShareAcknowledgeResponse as Message>::VERSIONS,
+        ),
+        ApiKey::AddRaftVoter => intersect(
+            <kp::messages::AddRaftVoterRequest as Message>::VERSIONS,
+            <kp::messages::AddRaftVoterResponse as Message>::VERSIONS,
+        ),
+        ApiKey::RemoveRaftVoter => intersect(
+            <kp::messages::RemoveRaftVoterRequest as Message>::VERSIONS,
+            <kp::messages::RemoveRaftVoterResponse as Message>::VERSIONS,
+        ),
+        ApiKey::UpdateRaftVoter => intersect(
+            <kp::messages::UpdateRaftVoterRequest as Message>::VERSIONS,
+            <kp::messages::UpdateRaftVoterResponse as Message>::VERSIONS,
+        ),
+        ApiKey::InitializeShareGroupState => intersect(
+            <kp::messages::InitializeShareGroupStateRequest as Message>::VERSIONS,
+            <kp::messages::InitializeShareGroupStateResponse as Message>::VERSIONS,
+        ),
+        ApiKey::ReadShareGroupState => intersect(
+            <kp::messages::ReadShareGroupStateRequest as Message>::VERSIONS,
+            <kp::messages::ReadShareGroupStateResponse as Message>::VERSIONS,
+        ),
+        ApiKey::WriteShareGroupState => intersect(
+            <kp::messages::WriteShareGroupStateRequest as Message>::VERSIONS,
+            <kp::messages::WriteShareGroupStateResponse as Message>::VERSIONS,
+        ),
+        ApiKey::DeleteShareGroupState => intersect(
+            <kp::messages::DeleteShareGroupStateRequest as Message>::VERSIONS,
+            <kp::messages::DeleteShareGroupStateResponse as Message>::VERSIONS,
+        ),
+        ApiKey::ReadShareGroupStateSummary => intersect(
+            <kp::messages::ReadShareGroupStateSummaryRequest as Message>::VERSIONS,
+            <kp::messages::ReadShareGroupStateSummaryResponse as Message>::VERSIONS,
+        ),
+        ApiKey::DescribeShareGroupOffsets => intersect(
+            <kp::messages::DescribeShareGroupOffsetsRequest as Message>::VERSIONS,
+            <kp::messages::DescribeShareGroupOffsetsResponse as Message>::VERSIONS,
+        ),
+        ApiKey::AlterShareGroupOffsets => intersect(
+            <kp::messages::AlterShareGroupOffsetsRequest as Message>::VERSIONS,
+            <kp::messages::AlterShareGroupOffsetsResponse as Message>::VERSIONS,
+        ),
+        ApiKey::DeleteShareGroupOffsets => intersect(
+            <kp::messages::DeleteShareGroupOffsetsRequest as Message>::VERSIONS,
+            <kp::messages::DeleteShareGroupOffsetsResponse as Message>::VERSIONS,
+        ),
     }
 }
 

@@ -21,6 +21,7 @@ mod types;
 #[allow(unused_imports)] // the server layer uses what the test functions here do not
 pub(crate) use generated::{
     api_key_name, encode_response, request_to_py, response_from_py, response_to_py,
+    supported_versions,
 };
 pub(crate) use records::RecordSet;
 
@@ -73,7 +74,7 @@ pub(crate) fn for_each_field<'py>(
         match set(key, &value) {
             Ok(true) => Ok(()),
             Ok(false) => Err(PyTypeError::new_err(format!(
-                "{struct_name} has no field {key:?} (fields: {})",
+                "{struct_name} has no field '{key}' (fields: {})",
                 fields.join(", ")
             ))),
             Err(err) => Err(with_context(py, err, &format!("{struct_name}.{key}"))),
@@ -107,12 +108,20 @@ fn decode_request<'py>(
     py: Python<'py>,
     api_key: i16,
     api_version: i16,
-    body: &[u8],
+    body: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let key = self::api_key(api_key)?;
-    let mut buf = bytes::Bytes::copy_from_slice(body);
+    // bytes or bytearray (kafka-python encodes into bytearrays).
+    let mut buf = bytes::Bytes::from_py(body)?;
     let request = RequestKind::decode(key, &mut buf, api_version)
         .map_err(|err| PyValueError::new_err(format!("{err:#}")))?;
+    // Strict here (a tool's input should be exactly one body); the server need not be.
+    if !buf.is_empty() {
+        return Err(PyValueError::new_err(format!(
+            "{} trailing bytes after the request body",
+            buf.len()
+        )));
+    }
     request_to_py(py, &request)
 }
 
@@ -142,12 +151,13 @@ fn normalize_response<'py>(
     response_to_py(py, &response_from_py(self::api_key(api_key)?, response)?)
 }
 
-/// `{name: (api_key, min_version, max_version)}` for every API kafka-protocol knows.
+/// `{name: (api_key, min_version, max_version)}` for every API kafka-protocol knows;
+/// the versions are those the bridge can decode and encode (`supported_versions`).
 #[pyfunction]
 fn api_keys(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let out = PyDict::new(py);
     for key in ApiKey::iter() {
-        let range = key.valid_versions();
+        let range = supported_versions(key);
         out.set_item(api_key_name(key), (key as i16, range.min, range.max))?;
     }
     Ok(out)
