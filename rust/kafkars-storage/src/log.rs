@@ -1,0 +1,909 @@
+//! One partition's log (Kafka's UnifiedLog + LocalLog): the ordered segments, offset
+//! assignment on append, reads, rolling, flushing, truncation and segment deletion.
+//!
+//! A `Log` is shared as `Arc<Log>`: appends are serialized by a write lock, reads
+//! share a read lock, and the log end offset, high watermark, log start offset and
+//! recovery point are atomics so delayed fetches can check them without locking.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use kafkars_record::{
+    Compression, RecordBatch, RecordError, TimestampType, batches, recompress, set_base_offset,
+    set_log_append_time, set_partition_leader_epoch,
+};
+
+use crate::config::{Clock, LogConfig, TopicCompression};
+use crate::error::{IoContext, LogError, Result};
+use crate::fetch::{FetchDataInfo, LogOffsetMetadata};
+use crate::leader_epoch::LeaderEpochFileCache;
+use crate::loader::{PartitionLoadStats, load_segments};
+use crate::segment::{DELETED_FILE_SUFFIX, LogSegment, RollParams, TimestampAndOffset};
+use crate::time_index::NO_TIMESTAMP;
+use crate::topic_partition::TopicPartition;
+
+/// ListOffsets timestamp for the earliest offset.
+pub const EARLIEST_TIMESTAMP: i64 = -2;
+/// ListOffsets timestamp for the latest offset.
+pub const LATEST_TIMESTAMP: i64 = -1;
+/// ListOffsets timestamp for the record with the largest timestamp.
+pub const MAX_TIMESTAMP: i64 = -3;
+
+/// The ordered segments of a log, keyed by base offset (Kafka's LogSegments).
+pub type LogSegments = BTreeMap<i64, LogSegment>;
+
+/// What an append did (Kafka's LogAppendInfo).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogAppendInfo {
+    /// Offset of the first record appended.
+    pub first_offset: i64,
+    /// Offset of the last record appended.
+    pub last_offset: i64,
+    /// Largest record timestamp in the append.
+    pub max_timestamp: i64,
+    /// Offset of the batch carrying `max_timestamp` (its last offset).
+    pub offset_of_max_timestamp: i64,
+    /// The broker time stamped on the batches, or -1 for CreateTime topics.
+    pub log_append_time: i64,
+    /// The log start offset after the append.
+    pub log_start_offset: i64,
+    /// Bytes appended.
+    pub valid_bytes: usize,
+    /// Records appended.
+    pub num_messages: u64,
+    /// Batches appended.
+    pub shallow_count: usize,
+    /// Compression of the batches as received (of the last batch).
+    pub source_compression: Compression,
+    /// Compression of the batches as stored.
+    pub target_compression: Compression,
+    /// Leader epoch of the last batch.
+    pub last_leader_epoch: i32,
+}
+
+struct LogState {
+    dir: PathBuf,
+    segments: LogSegments,
+    epoch_cache: LeaderEpochFileCache,
+    config: LogConfig,
+}
+
+/// A partition's log. See the module docs.
+#[derive(Debug)]
+pub struct Log {
+    tp: TopicPartition,
+    state: RwLock<LogStateBox>,
+    clock: Arc<dyn Clock>,
+    log_end_offset: AtomicI64,
+    high_watermark: AtomicI64,
+    log_start_offset: AtomicI64,
+    recovery_point: AtomicI64,
+    leo_metadata: Mutex<LogOffsetMetadata>,
+    unflushed_messages: AtomicU64,
+    last_flush_ms: AtomicI64,
+    pending_deletes: Mutex<Vec<(i64, LogSegment)>>,
+    closed: AtomicBool,
+}
+
+/// Wrapper so `LogState` can stay private while `Log` derives Debug.
+struct LogStateBox(LogState);
+
+impl std::fmt::Debug for LogStateBox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LogState")
+            .field("dir", &self.0.dir)
+            .field("segments", &self.0.segments.len())
+            .finish()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn jitter(max: i64, seed: i64) -> i64 {
+    if max <= 0 {
+        return 0;
+    }
+    // A cheap mix of the time and base offset; jitter only needs to spread rolls.
+    let mut x = (seed as u64) ^ 0x9E37_79B9_7F4A_7C15;
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    (x % max as u64) as i64
+}
+
+impl Log {
+    /// Opens (loading and, after an unclean shutdown, recovering) or creates the log in
+    /// `dir`. `recovery_point` and `log_start_offset` come from the checkpoints.
+    pub fn open(
+        dir: &Path,
+        tp: TopicPartition,
+        config: LogConfig,
+        recovery_point: i64,
+        log_start_offset: i64,
+        had_clean_shutdown: bool,
+        clock: Arc<dyn Clock>,
+    ) -> Result<(Arc<Log>, PartitionLoadStats)> {
+        std::fs::create_dir_all(dir).at(dir)?;
+        let loaded = load_segments(
+            dir,
+            config.max_index_size,
+            config.index_interval_bytes,
+            recovery_point,
+            had_clean_shutdown,
+        )?;
+        let mut segments = loaded.segments;
+        let now = clock.now_ms();
+        if segments.is_empty() {
+            let base = log_start_offset.max(0);
+            let seg = LogSegment::create(
+                dir,
+                base,
+                config.max_index_size,
+                config.index_interval_bytes,
+                jitter(config.segment_jitter_ms, now ^ base),
+                now,
+            )?;
+            segments.insert(base, seg);
+        }
+        let (_, active) = segments.iter_mut().next_back().expect("at least one segment");
+        active.resize_indexes(config.max_index_size)?;
+        active.set_roll_jitter_ms(jitter(config.segment_jitter_ms, now ^ active.base_offset()));
+        let leo = active.read_next_offset()?;
+        let leo_metadata = LogOffsetMetadata {
+            message_offset: leo,
+            segment_base_offset: active.base_offset(),
+            relative_position_in_segment: active.size(),
+        };
+        let first_base = *segments.keys().next().expect("non-empty");
+        let log_start = log_start_offset.max(first_base).min(leo);
+        let mut epoch_cache = LeaderEpochFileCache::load(dir)?;
+        for (epoch, start) in loaded.epoch_starts {
+            epoch_cache.assign(epoch, start)?;
+        }
+        epoch_cache.truncate_from_end(leo)?;
+        epoch_cache.truncate_from_start(log_start)?;
+        let recovery = if loaded.recovered {
+            // Everything recovered was just validated; make it durable so the
+            // recovery point can move to the end.
+            for seg in segments.values() {
+                seg.flush()?;
+            }
+            leo
+        } else {
+            recovery_point.clamp(log_start, leo)
+        };
+        let log = Log {
+            tp,
+            state: RwLock::new(LogStateBox(LogState {
+                dir: dir.to_path_buf(),
+                segments,
+                epoch_cache,
+                config,
+            })),
+            clock,
+            log_end_offset: AtomicI64::new(leo),
+            high_watermark: AtomicI64::new(log_start),
+            log_start_offset: AtomicI64::new(log_start),
+            recovery_point: AtomicI64::new(recovery),
+            leo_metadata: Mutex::new(leo_metadata),
+            unflushed_messages: AtomicU64::new(0),
+            last_flush_ms: AtomicI64::new(now),
+            pending_deletes: Mutex::new(Vec::new()),
+            closed: AtomicBool::new(false),
+        };
+        Ok((Arc::new(log), loaded.stats))
+    }
+
+    fn read_state(&self) -> RwLockReadGuard<'_, LogStateBox> {
+        self.state.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write_state(&self) -> RwLockWriteGuard<'_, LogStateBox> {
+        self.state.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(LogError::Closed(self.tp.to_string()));
+        }
+        Ok(())
+    }
+
+    /// The partition.
+    pub fn topic_partition(&self) -> &TopicPartition {
+        &self.tp
+    }
+
+    /// The partition directory.
+    pub fn dir(&self) -> PathBuf {
+        self.read_state().0.dir.clone()
+    }
+
+    /// A copy of the configuration.
+    pub fn config(&self) -> LogConfig {
+        self.read_state().0.config.clone()
+    }
+
+    /// Replaces the configuration (dynamic topic config); applies to future appends.
+    pub fn update_config(&self, config: LogConfig) {
+        self.write_state().0.config = config;
+    }
+
+    /// The next offset to be assigned (LEO).
+    pub fn log_end_offset(&self) -> i64 {
+        self.log_end_offset.load(Ordering::Acquire)
+    }
+
+    /// LEO with its segment and position.
+    pub fn log_end_offset_metadata(&self) -> LogOffsetMetadata {
+        *lock(&self.leo_metadata)
+    }
+
+    /// The first offset still held.
+    pub fn log_start_offset(&self) -> i64 {
+        self.log_start_offset.load(Ordering::Acquire)
+    }
+
+    /// The high watermark (set by the caller; HW = LEO on a single broker).
+    pub fn high_watermark(&self) -> i64 {
+        self.high_watermark.load(Ordering::Acquire)
+    }
+
+    /// Sets the high watermark, clamped to `[log start, LEO]`; returns the value set.
+    pub fn set_high_watermark(&self, offset: i64) -> i64 {
+        let hw = offset.clamp(self.log_start_offset(), self.log_end_offset());
+        self.high_watermark.store(hw, Ordering::Release);
+        hw
+    }
+
+    /// Offsets below this are known to be on disk.
+    pub fn recovery_point(&self) -> i64 {
+        self.recovery_point.load(Ordering::Acquire)
+    }
+
+    /// Messages appended since the last flush.
+    pub fn unflushed_messages(&self) -> u64 {
+        self.unflushed_messages.load(Ordering::Acquire)
+    }
+
+    /// When the log was last flushed.
+    pub fn last_flush_ms(&self) -> i64 {
+        self.last_flush_ms.load(Ordering::Acquire)
+    }
+
+    /// Number of segments.
+    pub fn num_segments(&self) -> usize {
+        self.read_state().0.segments.len()
+    }
+
+    /// Total bytes of all `.log` files.
+    pub fn size_in_bytes(&self) -> u64 {
+        self.read_state()
+            .0
+            .segments
+            .values()
+            .map(|s| u64::from(s.size()))
+            .sum()
+    }
+
+    /// Base offsets of the segments, in order.
+    pub fn segment_base_offsets(&self) -> Vec<i64> {
+        self.read_state().0.segments.keys().copied().collect()
+    }
+
+    /// The latest leader epoch recorded in `leader-epoch-checkpoint`.
+    pub fn latest_epoch(&self) -> Option<i32> {
+        self.read_state().0.epoch_cache.latest_epoch()
+    }
+
+    /// OffsetForLeaderEpoch: `(epoch, end offset)` for `requested_epoch`.
+    pub fn end_offset_for_epoch(&self, requested_epoch: i32) -> (i32, i64) {
+        self.read_state()
+            .0
+            .epoch_cache
+            .end_offset_for(requested_epoch, self.log_end_offset())
+    }
+
+    /// Validates produced batches, assigns offsets in place and appends them.
+    pub fn append_as_leader(&self, records: &mut [u8], leader_epoch: i32) -> Result<LogAppendInfo> {
+        self.append(records, Some(leader_epoch))
+    }
+
+    /// Appends batches that already carry offsets (replication), keeping them.
+    pub fn append_as_follower(&self, records: &mut [u8]) -> Result<LogAppendInfo> {
+        self.append(records, None)
+    }
+
+    fn append(&self, records: &mut [u8], leader_epoch: Option<i32>) -> Result<LogAppendInfo> {
+        self.check_open()?;
+        let mut guard = self.write_state();
+        let st = &mut guard.0;
+        let now = self.clock.now_ms();
+        let config = st.config.clone();
+
+        // Validate every batch before touching anything.
+        let mut shallow_count = 0usize;
+        let mut num_messages = 0u64;
+        let mut needs_recompression = false;
+        let mut source_compression = Compression::None;
+        {
+            let mut iter = batches(records);
+            for batch in iter.by_ref() {
+                let batch = batch?;
+                if batch.size_in_bytes() > config.max_message_bytes {
+                    return Err(LogError::RecordTooLarge {
+                        size: batch.size_in_bytes(),
+                        max: config.max_message_bytes,
+                    });
+                }
+                if leader_epoch.is_some() {
+                    batch.validate_for_append()?;
+                } else {
+                    batch.validate()?;
+                }
+                if config.compacted && !batch.is_control() && !batch.all_records_have_keys()? {
+                    return Err(RecordError::InvalidRecord(
+                        "compacted topic cannot accept a record without a key".into(),
+                    )
+                    .into());
+                }
+                source_compression = batch.compression()?;
+                if let TopicCompression::Codec(c) = config.compression
+                    && leader_epoch.is_some()
+                    && c != source_compression
+                {
+                    needs_recompression = true;
+                }
+                shallow_count += 1;
+                num_messages += u64::from(batch.records_count().max(0) as u32);
+            }
+            if iter.is_truncated() {
+                return Err(RecordError::CorruptMessage(format!(
+                    "{} trailing bytes do not form a complete record batch",
+                    iter.remaining().len()
+                ))
+                .into());
+            }
+        }
+        if shallow_count == 0 {
+            return Err(RecordError::CorruptMessage("no record batches in the append".into()).into());
+        }
+
+        let recompressed: Option<Vec<u8>> = if needs_recompression {
+            let TopicCompression::Codec(target) = config.compression else {
+                unreachable!("recompression only for a codec")
+            };
+            let mut out = Vec::with_capacity(records.len());
+            for batch in batches(records) {
+                let batch = batch?;
+                if batch.compression()? == target {
+                    out.extend_from_slice(batch.as_bytes());
+                } else {
+                    let b = recompress(&batch, target)?;
+                    if b.len() > config.max_message_bytes {
+                        return Err(LogError::RecordTooLarge {
+                            size: b.len(),
+                            max: config.max_message_bytes,
+                        });
+                    }
+                    out.extend_from_slice(&b);
+                }
+            }
+            Some(out)
+        } else {
+            None
+        };
+        let mut owned;
+        let bytes: &mut [u8] = match recompressed {
+            Some(v) => {
+                owned = v;
+                &mut owned
+            }
+            None => records,
+        };
+        if bytes.len() > config.segment_bytes as usize {
+            return Err(LogError::RecordBatchTooLarge {
+                size: bytes.len(),
+                max: config.segment_bytes as usize,
+            });
+        }
+
+        // Assign offsets (leader) or check them (follower).
+        let leo = self.log_end_offset();
+        let mut next = leo;
+        let mut first_offset = -1;
+        let mut max_timestamp = NO_TIMESTAMP;
+        let mut offset_of_max_timestamp = -1;
+        let mut last_epoch = -1;
+        let mut epoch_starts = Vec::new();
+        let log_append_time = (config.message_timestamp_type == TimestampType::LogAppendTime
+            && leader_epoch.is_some())
+        .then_some(now);
+        let mut pos = 0;
+        while pos < bytes.len() {
+            let size = RecordBatch::new(&bytes[pos..])?.size_in_bytes();
+            let batch_bytes = &mut bytes[pos..pos + size];
+            if let Some(epoch) = leader_epoch {
+                set_base_offset(batch_bytes, next);
+                set_partition_leader_epoch(batch_bytes, epoch);
+                if let Some(t) = log_append_time {
+                    set_log_append_time(batch_bytes, t);
+                }
+            }
+            let batch = RecordBatch::new(batch_bytes)?;
+            if batch.base_offset() < next {
+                return Err(LogError::InvalidOffset(format!(
+                    "batch base offset {} is below the log end offset {next}",
+                    batch.base_offset()
+                )));
+            }
+            if first_offset < 0 {
+                first_offset = batch.base_offset();
+            }
+            if batch.max_timestamp() > max_timestamp {
+                max_timestamp = batch.max_timestamp();
+                offset_of_max_timestamp = batch.last_offset();
+            }
+            last_epoch = batch.partition_leader_epoch();
+            if last_epoch >= 0 {
+                epoch_starts.push((last_epoch, batch.base_offset()));
+            }
+            next = batch.next_offset();
+            pos += size;
+        }
+        let last_offset = next - 1;
+        if offset_of_max_timestamp < 0 {
+            offset_of_max_timestamp = last_offset;
+        }
+
+        // Roll if needed, then append to the active segment.
+        let needs_roll = {
+            let (_, active) = st.segments.iter_mut().next_back().expect("active segment");
+            active.should_roll(&RollParams {
+                max_segment_bytes: config.segment_bytes,
+                max_segment_ms: config.segment_ms,
+                max_timestamp_in_messages: max_timestamp,
+                max_offset_in_messages: last_offset,
+                messages_size: bytes.len() as u32,
+                now_ms: now,
+            })? && active.size() > 0
+        };
+        if needs_roll {
+            Self::roll_locked(st, first_offset, now)?;
+        }
+        let (_, active) = st.segments.iter_mut().next_back().expect("active segment");
+        if !active.can_convert_to_relative_offset(last_offset) || first_offset < active.base_offset() {
+            return Err(LogError::InvalidOffset(format!(
+                "offsets {first_offset}..={last_offset} do not fit segment {}",
+                active.base_offset()
+            )));
+        }
+        active.append(last_offset, max_timestamp, offset_of_max_timestamp, bytes)?;
+        let leo_md = LogOffsetMetadata {
+            message_offset: next,
+            segment_base_offset: active.base_offset(),
+            relative_position_in_segment: active.size(),
+        };
+        for (epoch, start) in epoch_starts {
+            if st.epoch_cache.latest_epoch() != Some(epoch) {
+                st.epoch_cache.assign(epoch, start)?;
+            }
+        }
+        *lock(&self.leo_metadata) = leo_md;
+        self.log_end_offset.store(next, Ordering::Release);
+        drop(guard);
+
+        let unflushed = self.unflushed_messages.fetch_add(num_messages, Ordering::AcqRel) + num_messages;
+        if unflushed >= config.flush_interval_messages {
+            self.flush(next)?;
+        }
+        let target_compression = match config.compression {
+            TopicCompression::Codec(c) if leader_epoch.is_some() => c,
+            _ => source_compression,
+        };
+        Ok(LogAppendInfo {
+            first_offset,
+            last_offset,
+            max_timestamp,
+            offset_of_max_timestamp,
+            log_append_time: log_append_time.unwrap_or(-1),
+            log_start_offset: self.log_start_offset(),
+            valid_bytes: bytes.len(),
+            num_messages,
+            shallow_count,
+            source_compression,
+            target_compression,
+            last_leader_epoch: last_epoch,
+        })
+    }
+
+    fn roll_locked(st: &mut LogState, expected_next_offset: i64, now: i64) -> Result<()> {
+        let (&active_base, active) = st.segments.iter_mut().next_back().expect("active segment");
+        let new_base = expected_next_offset.max(active_base);
+        if active.size() == 0 && new_base == active_base {
+            return Ok(());
+        }
+        active.on_became_inactive_segment()?;
+        let seg = LogSegment::create(
+            &st.dir,
+            new_base,
+            st.config.max_index_size,
+            st.config.index_interval_bytes,
+            jitter(st.config.segment_jitter_ms, now ^ new_base),
+            now,
+        )?;
+        st.segments.insert(new_base, seg);
+        Ok(())
+    }
+
+    /// Starts a new active segment at the log end offset (no-op if the active one is empty).
+    pub fn roll(&self) -> Result<()> {
+        self.check_open()?;
+        let mut guard = self.write_state();
+        let now = self.clock.now_ms();
+        let leo = self.log_end_offset();
+        Self::roll_locked(&mut guard.0, leo, now)?;
+        let (_, active) = guard.0.segments.iter().next_back().expect("active segment");
+        *lock(&self.leo_metadata) = LogOffsetMetadata {
+            message_offset: leo,
+            segment_base_offset: active.base_offset(),
+            relative_position_in_segment: active.size(),
+        };
+        Ok(())
+    }
+
+    fn out_of_range(&self, offset: i64) -> LogError {
+        LogError::OffsetOutOfRange {
+            offset,
+            partition: self.tp.to_string(),
+            log_start_offset: self.log_start_offset(),
+            log_end_offset: self.log_end_offset(),
+        }
+    }
+
+    /// Where `offset` lives, translating through the indexes when needed.
+    fn offset_metadata(&self, st: &LogState, offset: i64) -> Result<LogOffsetMetadata> {
+        let leo_md = self.log_end_offset_metadata();
+        if offset == leo_md.message_offset {
+            return Ok(leo_md);
+        }
+        for (_, seg) in st.segments.range(..=offset).next_back().into_iter().chain(st.segments.range(offset + 1..)) {
+            if let Some(p) = seg.translate_offset(offset, 0)? {
+                return Ok(LogOffsetMetadata {
+                    message_offset: offset,
+                    segment_base_offset: seg.base_offset(),
+                    relative_position_in_segment: p.position,
+                });
+            }
+        }
+        Ok(leo_md)
+    }
+
+    /// Reads from `fetch_offset` up to `max_bytes`, never past `isolation_upper_bound`
+    /// (the high watermark for consumers, LEO for replicas). The result is a file
+    /// slice starting at the batch that holds `fetch_offset`.
+    pub fn read(
+        &self,
+        fetch_offset: i64,
+        max_bytes: u32,
+        isolation_upper_bound: i64,
+        min_one_message: bool,
+    ) -> Result<FetchDataInfo> {
+        self.check_open()?;
+        let guard = self.read_state();
+        let st = &guard.0;
+        let leo = self.log_end_offset();
+        if fetch_offset < self.log_start_offset() || fetch_offset > leo {
+            return Err(self.out_of_range(fetch_offset));
+        }
+        let upper = isolation_upper_bound.min(leo);
+        if fetch_offset >= upper {
+            return Ok(FetchDataInfo::empty(self.offset_metadata(st, fetch_offset)?));
+        }
+        let max_md = self.offset_metadata(st, upper)?;
+        let start_base = st
+            .segments
+            .range(..=fetch_offset)
+            .next_back()
+            .map(|(b, _)| *b)
+            .ok_or_else(|| self.out_of_range(fetch_offset))?;
+        for (&base, seg) in st.segments.range(start_base..) {
+            if base > max_md.segment_base_offset && !max_md.message_offset_only() {
+                break;
+            }
+            let max_position = if base == max_md.segment_base_offset {
+                max_md.relative_position_in_segment
+            } else {
+                seg.size()
+            };
+            if let Some(info) = seg.read(fetch_offset, max_bytes, max_position, min_one_message)? {
+                return Ok(info);
+            }
+        }
+        Ok(FetchDataInfo::empty(self.log_end_offset_metadata()))
+    }
+
+    /// ListOffsets: -2 earliest, -1 latest, -3 largest timestamp, else the first
+    /// record with timestamp `>= timestamp` (time index, then offset index, then scan).
+    pub fn fetch_offset_by_timestamp(&self, timestamp: i64) -> Result<Option<TimestampAndOffset>> {
+        self.check_open()?;
+        let guard = self.read_state();
+        let st = &guard.0;
+        let epoch_at = |offset: i64| {
+            st.epoch_cache
+                .epoch_entries()
+                .iter()
+                .rev()
+                .find(|e| e.start_offset <= offset)
+                .map(|e| e.epoch)
+        };
+        match timestamp {
+            EARLIEST_TIMESTAMP => {
+                let o = self.log_start_offset();
+                Ok(Some(TimestampAndOffset {
+                    timestamp: NO_TIMESTAMP,
+                    offset: o,
+                    leader_epoch: epoch_at(o),
+                }))
+            }
+            LATEST_TIMESTAMP => {
+                let o = self.log_end_offset();
+                Ok(Some(TimestampAndOffset {
+                    timestamp: NO_TIMESTAMP,
+                    offset: o,
+                    leader_epoch: st.epoch_cache.latest_epoch(),
+                }))
+            }
+            MAX_TIMESTAMP => {
+                let mut best: Option<(i64, &LogSegment)> = None;
+                for seg in st.segments.values() {
+                    if seg.size() == 0 {
+                        continue;
+                    }
+                    let ts = seg.largest_timestamp()?;
+                    if best.is_none_or(|(b, _)| ts > b) {
+                        best = Some((ts, seg));
+                    }
+                }
+                match best {
+                    Some((ts, seg)) => seg.find_offset_by_timestamp(ts, self.log_start_offset()),
+                    None => Ok(None),
+                }
+            }
+            ts => {
+                for seg in st.segments.values() {
+                    if seg.size() == 0 || seg.largest_timestamp()? < ts {
+                        continue;
+                    }
+                    if let Some(found) = seg.find_offset_by_timestamp(ts, self.log_start_offset())? {
+                        return Ok(Some(found));
+                    }
+                }
+                Ok(None)
+            }
+        }
+    }
+
+    /// Fsyncs every segment holding offsets in `[recovery point, offset)` and moves the
+    /// recovery point to `offset`. The fsyncs run without the log's lock.
+    pub fn flush(&self, offset: i64) -> Result<()> {
+        let offset = offset.min(self.log_end_offset());
+        let rp = self.recovery_point();
+        if offset <= rp {
+            return Ok(());
+        }
+        let handles: Vec<(PathBuf, Arc<File>)> = {
+            let guard = self.read_state();
+            let st = &guard.0;
+            let first = st.segments.range(..=rp).next_back().map_or(i64::MIN, |(b, _)| *b);
+            let mut v = Vec::new();
+            for (_, seg) in st.segments.range(first..offset) {
+                v.extend(seg.flush_handles()?);
+            }
+            v
+        };
+        for (path, file) in handles {
+            file.sync_all().at(&path)?;
+        }
+        self.recovery_point.fetch_max(offset, Ordering::AcqRel);
+        self.unflushed_messages.store(0, Ordering::Release);
+        self.last_flush_ms.store(self.clock.now_ms(), Ordering::Release);
+        Ok(())
+    }
+
+    /// Removes everything from `target_offset` on (replica truncation).
+    pub fn truncate_to(&self, target_offset: i64) -> Result<bool> {
+        self.check_open()?;
+        if target_offset >= self.log_end_offset() {
+            return Ok(false);
+        }
+        let first_base = *self.read_state().0.segments.keys().next().expect("segments");
+        if target_offset < first_base {
+            self.truncate_fully_and_start_at(target_offset)?;
+            return Ok(true);
+        }
+        let mut guard = self.write_state();
+        let st = &mut guard.0;
+        let later: Vec<i64> = st.segments.range(target_offset + 1..).map(|(b, _)| *b).collect();
+        for b in later {
+            if let Some(seg) = st.segments.remove(&b) {
+                seg.delete()?;
+            }
+        }
+        let (_, active) = st.segments.iter_mut().next_back().expect("segment at or below target");
+        active.truncate_to(target_offset)?;
+        active.resize_indexes(st.config.max_index_size)?;
+        let leo = active.read_next_offset()?.min(target_offset).max(active.base_offset());
+        *lock(&self.leo_metadata) = LogOffsetMetadata {
+            message_offset: leo,
+            segment_base_offset: active.base_offset(),
+            relative_position_in_segment: active.size(),
+        };
+        self.log_end_offset.store(leo, Ordering::Release);
+        st.epoch_cache.truncate_from_end(leo)?;
+        self.high_watermark.fetch_min(leo, Ordering::AcqRel);
+        self.recovery_point.fetch_min(leo, Ordering::AcqRel);
+        self.log_start_offset.fetch_min(leo, Ordering::AcqRel);
+        Ok(true)
+    }
+
+    /// Deletes every segment and starts empty at `new_offset`.
+    pub fn truncate_fully_and_start_at(&self, new_offset: i64) -> Result<()> {
+        self.check_open()?;
+        let mut guard = self.write_state();
+        let st = &mut guard.0;
+        for (_, seg) in std::mem::take(&mut st.segments) {
+            seg.delete()?;
+        }
+        let now = self.clock.now_ms();
+        let seg = LogSegment::create(
+            &st.dir,
+            new_offset,
+            st.config.max_index_size,
+            st.config.index_interval_bytes,
+            jitter(st.config.segment_jitter_ms, now ^ new_offset),
+            now,
+        )?;
+        st.segments.insert(new_offset, seg);
+        st.epoch_cache.clear()?;
+        *lock(&self.leo_metadata) = LogOffsetMetadata {
+            message_offset: new_offset,
+            segment_base_offset: new_offset,
+            relative_position_in_segment: 0,
+        };
+        for a in [&self.log_end_offset, &self.high_watermark, &self.log_start_offset, &self.recovery_point] {
+            a.store(new_offset, Ordering::Release);
+        }
+        Ok(())
+    }
+
+    /// Deletes the oldest segments while `predicate(segment, next_segment)` holds.
+    /// The active segment is rolled first if it too must go (and is not empty).
+    /// Deleted segments are renamed `.deleted` and removed by [`delete_pending`](Self::delete_pending)
+    /// after `file.delete.delay.ms`. Returns the number of segments deleted.
+    pub fn delete_segments(
+        &self,
+        mut predicate: impl FnMut(&LogSegment, Option<&LogSegment>) -> bool,
+    ) -> Result<usize> {
+        self.check_open()?;
+        let mut guard = self.write_state();
+        let now = self.clock.now_ms();
+        let hw = self.high_watermark();
+        let mut deletable = Vec::new();
+        {
+            let st = &guard.0;
+            let mut it = st.segments.values().peekable();
+            while let Some(seg) = it.next() {
+                let next = it.peek().copied();
+                // Never delete data the consumers cannot have read yet.
+                let upper = next.map_or(self.log_end_offset(), |n| n.base_offset());
+                if upper > hw || !predicate(seg, next) {
+                    break;
+                }
+                deletable.push(seg.base_offset());
+            }
+        }
+        if deletable.is_empty() {
+            return Ok(0);
+        }
+        let st = &mut guard.0;
+        let active_base = *st.segments.keys().next_back().expect("segments");
+        if deletable.last() == Some(&active_base) {
+            let leo = self.log_end_offset();
+            if st.segments[&active_base].size() == 0 {
+                deletable.pop();
+            } else {
+                Self::roll_locked(st, leo, now)?;
+                let (_, active) = st.segments.iter().next_back().expect("active");
+                *lock(&self.leo_metadata) = LogOffsetMetadata {
+                    message_offset: leo,
+                    segment_base_offset: active.base_offset(),
+                    relative_position_in_segment: 0,
+                };
+            }
+        }
+        let delay = st.config.file_delete_delay_ms;
+        let mut pending = lock(&self.pending_deletes);
+        for base in &deletable {
+            let mut seg = st.segments.remove(base).expect("listed");
+            seg.change_file_suffixes("", DELETED_FILE_SUFFIX)?;
+            pending.push((now.saturating_add(delay), seg));
+        }
+        let new_start = *st.segments.keys().next().expect("active remains");
+        if new_start > self.log_start_offset() {
+            self.log_start_offset.store(new_start, Ordering::Release);
+            st.epoch_cache.truncate_from_start(new_start)?;
+        }
+        Ok(deletable.len())
+    }
+
+    /// Moves the log start offset forward (DeleteRecords, retention); it may not pass
+    /// the high watermark. Segments wholly below it can then be deleted with
+    /// [`delete_segments`](Self::delete_segments). Returns whether it moved.
+    pub fn maybe_increment_log_start_offset(&self, new_log_start_offset: i64) -> Result<bool> {
+        self.check_open()?;
+        if new_log_start_offset > self.high_watermark() {
+            return Err(self.out_of_range(new_log_start_offset));
+        }
+        let mut guard = self.write_state();
+        if new_log_start_offset <= self.log_start_offset() {
+            return Ok(false);
+        }
+        self.log_start_offset.store(new_log_start_offset, Ordering::Release);
+        guard.0.epoch_cache.truncate_from_start(new_log_start_offset)?;
+        Ok(true)
+    }
+
+    /// Deletes the segments wholly below the log start offset.
+    pub fn delete_segments_below_log_start(&self) -> Result<usize> {
+        let start = self.log_start_offset();
+        self.delete_segments(|_, next| next.is_some_and(|n| n.base_offset() <= start))
+    }
+
+    /// Physically deletes `.deleted` segments whose delay has passed; returns how many.
+    pub fn delete_pending(&self, now_ms: i64) -> Result<usize> {
+        let due: Vec<LogSegment> = {
+            let mut pending = lock(&self.pending_deletes);
+            let (due, keep): (Vec<_>, Vec<_>) = pending.drain(..).partition(|(t, _)| *t <= now_ms);
+            *pending = keep;
+            due.into_iter().map(|(_, s)| s).collect()
+        };
+        for seg in &due {
+            seg.delete()?;
+        }
+        Ok(due.len())
+    }
+
+    /// Flushes and closes the segments (trimming the indexes) for a clean shutdown.
+    pub fn close(&self) -> Result<()> {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        self.closed.store(false, Ordering::Release);
+        self.flush(self.log_end_offset())?;
+        self.closed.store(true, Ordering::Release);
+        let mut guard = self.write_state();
+        for seg in guard.0.segments.values_mut() {
+            seg.close()?;
+        }
+        for seg in guard.0.segments.values() {
+            seg.flush()?;
+        }
+        guard.0.epoch_cache.flush()?;
+        Ok(())
+    }
+
+    /// Marks the log closed and points it at its renamed directory (after the
+    /// directory was renamed for deletion).
+    pub(crate) fn mark_deleted(&self, new_dir: &Path) {
+        self.closed.store(true, Ordering::Release);
+        let mut guard = self.write_state();
+        guard.0.dir = new_dir.to_path_buf();
+        guard.0.epoch_cache.set_dir(new_dir);
+    }
+}
