@@ -249,3 +249,147 @@ pub(crate) fn count_live_entries(total: usize, is_blank: impl Fn(usize) -> bool)
     }
     if lo == 0 && is_blank(0) { 0 } else { lo + 1 }
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use crate::offset_index::OffsetIndex;
+    use crate::time_index::TimeIndex;
+
+    fn build(entries: &[(i64, u32)], max_size: usize) -> (tempfile::TempDir, OffsetIndex) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut idx = OffsetIndex::open(&dir.path().join("00000000000000000100.index"), 100, max_size).unwrap();
+        for &(o, p) in entries {
+            idx.append(o, p).unwrap();
+        }
+        (dir, idx)
+    }
+
+    fn sorted_entries() -> impl Strategy<Value = Vec<(i64, u32)>> {
+        proptest::collection::btree_set(101i64..50_000, 0..3000).prop_map(|s| {
+            s.into_iter()
+                .enumerate()
+                .map(|(i, o)| (o, (i as u32 + 1) * 100))
+                .collect()
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+        #[test]
+        fn offset_lookup_matches_linear_scan(entries in sorted_entries(), targets in proptest::collection::vec(0i64..60_000, 1..50)) {
+            let (_d, idx) = build(&entries, 64 * 1024);
+            for t in targets {
+                let oracle = entries.iter().rev().find(|(o, _)| *o <= t).copied().unwrap_or((100, 0));
+                let got = idx.lookup(t);
+                prop_assert_eq!((got.offset, got.position), oracle);
+                // The warm-section search agrees with a plain binary search.
+                prop_assert_eq!(idx.lookup_plain(t), got);
+            }
+        }
+
+        #[test]
+        fn time_lookup_matches_linear_scan(entries in sorted_entries(), targets in proptest::collection::vec(0i64..200_000, 1..50)) {
+            let dir = tempfile::tempdir().unwrap();
+            let mut idx = TimeIndex::open(&dir.path().join("x.timeindex"), 100, 64 * 1024).unwrap();
+            let ts_entries: Vec<(i64, i64)> = entries.iter().map(|&(o, _)| (o * 3, o)).collect();
+            for &(ts, o) in &ts_entries {
+                idx.maybe_append(ts, o, false).unwrap();
+            }
+            for t in targets {
+                let oracle = ts_entries.iter().rev().find(|(ts, _)| *ts <= t).copied().unwrap_or((-1, 100));
+                let got = idx.lookup(t);
+                prop_assert_eq!((got.timestamp, got.offset), oracle);
+                prop_assert_eq!(idx.lookup_plain(t), got);
+            }
+        }
+
+        #[test]
+        fn truncate_to_keeps_smaller_offsets(entries in sorted_entries(), cut in 90i64..60_000) {
+            let (_d, mut idx) = build(&entries, 64 * 1024);
+            idx.truncate_to(cut);
+            let expected = entries.iter().filter(|(o, _)| *o < cut).count();
+            prop_assert_eq!(idx.entries(), expected);
+        }
+    }
+
+    #[test]
+    fn append_rules_and_full_index() {
+        let (_d, mut idx) = build(&[], 8 * 4);
+        idx.append(101, 10).unwrap();
+        assert!(idx.append(101, 20).is_err(), "offsets must increase");
+        assert!(idx.append(100 + i64::from(i32::MAX) + 1, 20).is_err(), "relative offset overflow");
+        idx.append(102, 20).unwrap();
+        idx.append(103, 30).unwrap();
+        idx.append(104, 40).unwrap();
+        assert!(idx.is_full());
+        assert!(idx.append(105, 50).is_err());
+    }
+
+    #[test]
+    fn reopen_recovers_entry_count_and_trims() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("00000000000000000000.index");
+        {
+            let mut idx = OffsetIndex::open(&path, 0, 1024).unwrap();
+            for i in 1..=10 {
+                idx.append(i * 10, i as u32 * 4096).unwrap();
+            }
+            // Crash without trimming: the file keeps its preallocated zero tail.
+        }
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 1024);
+        let mut idx = OffsetIndex::open(&path, 0, 1024).unwrap();
+        assert_eq!(idx.entries(), 10);
+        assert_eq!(idx.last_entry().offset, 100);
+        idx.trim_to_valid_size().unwrap();
+        drop(idx);
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 80);
+        let idx = OffsetIndex::open(&path, 0, 1024).unwrap();
+        assert_eq!(idx.entries(), 10);
+        assert_eq!(idx.lookup(55).offset, 50);
+    }
+
+    #[test]
+    fn corrupt_sizes_and_offsets_are_detected() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("00000000000000000000.index");
+        std::fs::write(&path, [1u8; 13]).unwrap();
+        assert!(matches!(OffsetIndex::open(&path, 0, 1024), Err(crate::LogError::CorruptIndex { .. })));
+        // An entry below the base offset.
+        let mut bytes = Vec::new();
+        bytes.extend_from_slice(&(-5i32).to_be_bytes());
+        bytes.extend_from_slice(&100i32.to_be_bytes());
+        std::fs::write(&path, &bytes).unwrap();
+        let idx = OffsetIndex::open(&path, 1000, 1024).unwrap();
+        assert!(idx.sanity_check(1 << 20).is_err());
+        // A position past the end of the log.
+        let mut bytes = Vec::new();
+        bytes.extend_from_slice(&5i32.to_be_bytes());
+        bytes.extend_from_slice(&100_000i32.to_be_bytes());
+        std::fs::write(&path, &bytes).unwrap();
+        let idx = OffsetIndex::open(&path, 1000, 1024).unwrap();
+        assert!(idx.sanity_check(50_000).is_err());
+        assert!(idx.sanity_check(200_000).is_ok());
+    }
+
+    #[test]
+    fn time_index_keeps_a_slot_for_the_roll_entry() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut idx = TimeIndex::open(&dir.path().join("t.timeindex"), 0, 36).unwrap();
+        idx.maybe_append(10, 1, false).unwrap();
+        idx.maybe_append(20, 2, false).unwrap();
+        assert!(idx.is_full());
+        assert!(idx.maybe_append(30, 3, false).is_err());
+        idx.maybe_append(30, 3, true).unwrap();
+        assert_eq!(idx.entries(), 3);
+        // Equal timestamps are not appended; smaller ones are refused.
+        let mut idx = TimeIndex::open(&dir.path().join("u.timeindex"), 0, 1200).unwrap();
+        idx.maybe_append(10, 1, false).unwrap();
+        idx.maybe_append(10, 2, false).unwrap();
+        assert_eq!(idx.entries(), 1);
+        assert!(idx.maybe_append(5, 3, false).is_err());
+        idx.truncate_to(1);
+        assert_eq!(idx.entries(), 0);
+    }
+}

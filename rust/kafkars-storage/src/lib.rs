@@ -37,3 +37,5 @@ pub mod log;
 pub use config::{Clock, LogConfig, MockClock, SystemClock, TopicCompression};
 pub use loader::PartitionLoadStats;
 pub use log::{LogAppendInfo, Log, LogSegments};
+pub mod log_manager;
+pub use log_manager::{LoadReport, LogManager};
