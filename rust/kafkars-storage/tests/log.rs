@@ -1,0 +1,277 @@
+mod common;
+
+use std::sync::Arc;
+
+use common::*;
+use kafkars_record::{Compression, RecordBatch, TimestampType};
+use kafkars_storage::log::{EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP};
+use kafkars_storage::{LogConfig, LogError, MockClock, TopicCompression};
+
+#[test]
+fn append_and_read_round_trip_returns_whole_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(MockClock::new(1_000));
+    let log = open(dir.path(), small_config(), true, 0, &clock);
+    for i in 0..20 {
+        let mut b = batch(5, 1_000 + i * 10, 100);
+        let info = log.append_as_leader(&mut b, 3).unwrap();
+        assert_eq!(info.first_offset, i * 5);
+        assert_eq!(info.last_offset, i * 5 + 4);
+        assert_eq!(info.num_messages, 5);
+    }
+    assert_eq!(log.log_end_offset(), 100);
+    log.set_high_watermark(100);
+    // An offset in the middle of a batch returns that whole batch.
+    let info = log.read(37, 1, 100, true).unwrap();
+    let bytes = info.records.as_ref().unwrap().read_to_vec().unwrap();
+    assert_eq!(offsets_of(&bytes), vec![(35, 39)]);
+    assert_eq!(info.fetch_offset_metadata.message_offset, 37);
+    // max_bytes without min_one_message cuts the slice short.
+    let one = RecordBatch::new(&bytes).unwrap().size_in_bytes() as u32;
+    let info = log.read(35, one * 3, 100, false).unwrap();
+    assert_eq!(info.records_size(), one * 3);
+    assert_eq!(offsets_of(&info.records.unwrap().read_to_vec().unwrap()).len(), 3);
+    let info = log.read(35, 10, 100, false).unwrap();
+    assert!(info.first_entry_incomplete);
+    // The isolation bound (HW) stops reads.
+    log.set_high_watermark(50);
+    let info = log.read(40, 1 << 20, log.high_watermark(), false).unwrap();
+    let got = offsets_of(&info.records.unwrap().read_to_vec().unwrap());
+    assert_eq!(got.last().unwrap().1, 49);
+    let info = log.read(50, 1 << 20, 50, false).unwrap();
+    assert!(info.records.is_none());
+    // Out of range.
+    let err = log.read(101, 100, 100, false).unwrap_err();
+    assert_eq!(err.kafka_error_code(), 1);
+    assert!(log.read(100, 100, 100, false).unwrap().records.is_none());
+    assert_eq!(log.latest_epoch(), Some(3));
+    assert_eq!(log.end_offset_for_epoch(3), (3, 100));
+}
+
+#[test]
+fn validation_errors_map_to_kafka_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(MockClock::new(0));
+    let config = LogConfig {
+        max_message_bytes: 500,
+        ..small_config()
+    };
+    let log = open(dir.path(), config, true, 0, &clock);
+    let mut big = batch(10, 0, 100);
+    assert_eq!(log.append_as_leader(&mut big, 0).unwrap_err().kafka_error_code(), 10);
+    let mut bad = batch(1, 0, 10);
+    let n = bad.len();
+    bad[n - 2] ^= 0xff;
+    assert_eq!(log.append_as_leader(&mut bad, 0).unwrap_err().kafka_error_code(), 2);
+    let mut trailing = batch(1, 0, 10);
+    trailing.extend_from_slice(&[0, 0, 0]);
+    assert_eq!(log.append_as_leader(&mut trailing, 0).unwrap_err().kafka_error_code(), 2);
+    assert_eq!(log.log_end_offset(), 0);
+
+    let compacted = LogConfig {
+        compacted: true,
+        ..small_config()
+    };
+    let dir2 = tempfile::tempdir().unwrap();
+    let log = open(dir2.path(), compacted, true, 0, &clock);
+    let mut keyless = batch(2, 0, 10);
+    assert_eq!(log.append_as_leader(&mut keyless, 0).unwrap_err().kafka_error_code(), 87);
+    log.append_as_leader(&mut keyed_batch(2, 0), 0).unwrap();
+
+    let dir3 = tempfile::tempdir().unwrap();
+    let tiny_segments = LogConfig {
+        segment_bytes: 200,
+        ..small_config()
+    };
+    let log = open(dir3.path(), tiny_segments, true, 0, &clock);
+    let mut b = batch(5, 0, 100);
+    assert!(matches!(log.append_as_leader(&mut b, 0), Err(LogError::RecordBatchTooLarge { .. })));
+    assert_eq!(log.append_as_leader(&mut batch(5, 0, 100), 0).unwrap_err().kafka_error_code(), 18);
+}
+
+#[test]
+fn log_append_time_and_recompression() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(MockClock::new(777_000));
+    let config = LogConfig {
+        message_timestamp_type: TimestampType::LogAppendTime,
+        compression: TopicCompression::Codec(Compression::Gzip),
+        ..small_config()
+    };
+    let log = open(dir.path(), config, true, 0, &clock);
+    let mut b = batch(3, 5, 50);
+    let info = log.append_as_leader(&mut b, 1).unwrap();
+    assert_eq!(info.log_append_time, 777_000);
+    assert_eq!(info.target_compression, Compression::Gzip);
+    let read = log.read(0, 1 << 20, 3, false).unwrap();
+    let bytes = read.records.unwrap().read_to_vec().unwrap();
+    let stored = RecordBatch::new(&bytes).unwrap();
+    stored.validate().unwrap();
+    assert_eq!(stored.compression().unwrap(), Compression::Gzip);
+    assert_eq!(stored.timestamp_type(), TimestampType::LogAppendTime);
+    assert_eq!(stored.max_timestamp(), 777_000);
+    assert_eq!(stored.partition_leader_epoch(), 1);
+}
+
+#[test]
+fn roll_on_size_time_index_full_and_offset_overflow() {
+    let clock = Arc::new(MockClock::new(0));
+    // Size.
+    let dir = tempfile::tempdir().unwrap();
+    let log = open(dir.path(), LogConfig { segment_bytes: 1000, ..small_config() }, true, 0, &clock);
+    for _ in 0..10 {
+        log.append_as_leader(&mut batch(1, 0, 200), 0).unwrap();
+    }
+    assert!(log.num_segments() >= 3, "{}", log.num_segments());
+    for (i, base) in log.segment_base_offsets().iter().enumerate().skip(1) {
+        assert!(*base > 0, "segment {i}");
+    }
+    // Time, measured by record timestamps since the first batch.
+    let dir = tempfile::tempdir().unwrap();
+    let log = open(dir.path(), LogConfig { segment_ms: 1000, ..small_config() }, true, 0, &clock);
+    log.append_as_leader(&mut batch(1, 10_000, 10), 0).unwrap();
+    log.append_as_leader(&mut batch(1, 10_900, 10), 0).unwrap();
+    assert_eq!(log.num_segments(), 1);
+    log.append_as_leader(&mut batch(1, 11_001, 10), 0).unwrap();
+    assert_eq!(log.num_segments(), 2);
+    assert_eq!(log.segment_base_offsets(), vec![0, 2]);
+    // Time without timestamps falls back to the wall clock since creation.
+    let dir = tempfile::tempdir().unwrap();
+    let log = open(dir.path(), LogConfig { segment_ms: 1000, ..small_config() }, true, 0, &clock);
+    log.append_as_leader(&mut batch(1, -1, 10), 0).unwrap();
+    clock.advance(500);
+    log.append_as_leader(&mut batch(1, -1, 10), 0).unwrap();
+    assert_eq!(log.num_segments(), 1);
+    clock.advance(600);
+    log.append_as_leader(&mut batch(1, -1, 10), 0).unwrap();
+    assert_eq!(log.num_segments(), 2);
+    // Index full: 4 offset index entries.
+    let dir = tempfile::tempdir().unwrap();
+    let log = open(
+        dir.path(),
+        LogConfig { index_interval_bytes: 1, max_index_size: 32, ..LogConfig::default() },
+        true,
+        0,
+        &clock,
+    );
+    for _ in 0..12 {
+        log.append_as_leader(&mut batch(1, 0, 10), 0).unwrap();
+    }
+    assert!(log.num_segments() >= 3, "{}", log.num_segments());
+    // Relative offset overflow: a follower append far ahead.
+    let dir = tempfile::tempdir().unwrap();
+    let log = open(dir.path(), small_config(), true, 0, &clock);
+    let mut b = batch(1, 0, 10);
+    log.append_as_follower(&mut b).unwrap();
+    let mut far = batch(1, 0, 10);
+    kafkars_record::set_base_offset(&mut far, 1 + i64::from(i32::MAX) + 5);
+    log.append_as_follower(&mut far).unwrap();
+    assert_eq!(log.segment_base_offsets(), vec![0, i64::from(i32::MAX) + 6]);
+}
+
+#[test]
+fn fetch_offset_by_timestamp() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(MockClock::new(0));
+    let log = open(dir.path(), LogConfig { segment_bytes: 3000, ..small_config() }, true, 0, &clock);
+    for i in 0..50 {
+        // Records at 1000 + 10*i .. +2 within each batch of 3.
+        log.append_as_leader(&mut batch(3, 1000 + i * 10, 80), 0).unwrap();
+    }
+    assert!(log.num_segments() > 2);
+    let found = log.fetch_offset_by_timestamp(1000 + 25 * 10 + 1).unwrap().unwrap();
+    assert_eq!(found.offset, 25 * 3 + 1);
+    assert_eq!(found.timestamp, 1251);
+    // Between batches: the next record.
+    let found = log.fetch_offset_by_timestamp(1255).unwrap().unwrap();
+    assert_eq!(found.offset, 26 * 3);
+    assert!(log.fetch_offset_by_timestamp(99_999).unwrap().is_none());
+    assert_eq!(log.fetch_offset_by_timestamp(0).unwrap().unwrap().offset, 0);
+    assert_eq!(log.fetch_offset_by_timestamp(EARLIEST_TIMESTAMP).unwrap().unwrap().offset, 0);
+    assert_eq!(log.fetch_offset_by_timestamp(LATEST_TIMESTAMP).unwrap().unwrap().offset, 150);
+    let max = log.fetch_offset_by_timestamp(MAX_TIMESTAMP).unwrap().unwrap();
+    assert_eq!((max.timestamp, max.offset), (1000 + 49 * 10 + 2, 149));
+}
+
+#[test]
+fn truncate_delete_segments_and_log_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(MockClock::new(0));
+    let log = open(dir.path(), LogConfig { segment_bytes: 1000, file_delete_delay_ms: 100, ..small_config() }, true, 0, &clock);
+    for _ in 0..20 {
+        log.append_as_leader(&mut batch(2, 0, 100), 0).unwrap();
+    }
+    log.set_high_watermark(log.log_end_offset());
+    let segs = log.num_segments();
+    assert!(log.maybe_increment_log_start_offset(10).unwrap());
+    let deleted = log.delete_segments_below_log_start().unwrap();
+    assert!(deleted >= 1);
+    assert_eq!(log.num_segments(), segs - deleted);
+    assert_eq!(log.log_start_offset(), 10);
+    assert_eq!(log.read(9, 100, 40, true).unwrap_err().kafka_error_code(), 1);
+    let n_deleted_files = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().ends_with(".deleted"))
+        .count();
+    assert_eq!(n_deleted_files, deleted * 3);
+    assert_eq!(log.delete_pending(50).unwrap(), 0);
+    assert_eq!(log.delete_pending(100).unwrap(), deleted);
+    // Truncation inside a batch removes the whole batch.
+    log.truncate_to(31).unwrap();
+    assert_eq!(log.log_end_offset(), 30);
+    assert_eq!(log.high_watermark(), 30);
+    log.append_as_leader(&mut batch(1, 0, 10), 0).unwrap();
+    assert_eq!(log.log_end_offset(), 31);
+    log.truncate_fully_and_start_at(500).unwrap();
+    assert_eq!((log.log_start_offset(), log.log_end_offset(), log.num_segments()), (500, 500, 1));
+    // Deleting everything rolls the active segment first.
+    let mut b = batch(2, 0, 10);
+    log.append_as_leader(&mut b, 0).unwrap();
+    log.set_high_watermark(502);
+    assert_eq!(log.delete_segments(|_, _| true).unwrap(), 1);
+    assert_eq!(log.log_start_offset(), 502);
+    assert_eq!(log.num_segments(), 1);
+}
+
+#[test]
+fn flush_advances_recovery_point() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(MockClock::new(0));
+    let log = open(dir.path(), LogConfig { flush_interval_messages: 10, ..small_config() }, true, 0, &clock);
+    log.append_as_leader(&mut batch(4, 0, 10), 0).unwrap();
+    assert_eq!(log.recovery_point(), 0);
+    log.append_as_leader(&mut batch(6, 0, 10), 0).unwrap();
+    assert_eq!(log.recovery_point(), 10);
+    log.append_as_leader(&mut batch(1, 0, 10), 0).unwrap();
+    log.flush(11).unwrap();
+    assert_eq!(log.recovery_point(), 11);
+}
+
+#[test]
+fn concurrent_appends_and_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(MockClock::new(0));
+    let log = open(dir.path(), LogConfig { segment_bytes: 20_000, ..small_config() }, true, 0, &clock);
+    std::thread::scope(|s| {
+        for _ in 0..3 {
+            s.spawn(|| {
+                for _ in 0..100 {
+                    log.append_as_leader(&mut batch(2, 0, 50), 0).unwrap();
+                }
+            });
+        }
+        s.spawn(|| {
+            for _ in 0..300 {
+                let leo = log.log_end_offset();
+                if leo > 0 {
+                    let info = log.read(leo / 2, 4096, leo, true).unwrap();
+                    if let Some(r) = info.records {
+                        let bytes = r.read_to_vec().unwrap();
+                        assert!(!offsets_of(&bytes).is_empty());
+                    }
+                }
+            }
+        });
+    });
+    assert_eq!(log.log_end_offset(), 600);
+}
