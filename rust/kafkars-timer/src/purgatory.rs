@@ -24,8 +24,8 @@ pub const DEFAULT_PURGE_INTERVAL: usize = 1000;
 const SHARDS: usize = 16;
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // User callbacks never run under these locks, so a poisoned lock holds
-    // consistent data.
+    // A panic in an operation's callback may poison its lock; the guarded
+    // data (a flag or a handle) is still consistent, so carry on.
     mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -74,9 +74,7 @@ impl OperationState {
     /// Removes the pending timeout, if any (at most once).
     fn cancel_timeout(&self) {
         let timeout = lock(&self.timeout).take();
-        if let Some((timer, handle)) = timeout
-            && let Some(timer) = timer.upgrade()
-        {
+        if let Some((timer, handle)) = timeout.and_then(|(t, h)| Some((t.upgrade()?, h))) {
             timer.cancel(handle);
         }
     }
@@ -85,7 +83,10 @@ impl OperationState {
 /// An operation that completes when a condition holds, or when it times out.
 ///
 /// `on_complete` runs exactly once, whichever way the operation ends and
-/// however completion and expiration race across threads.
+/// however completion and expiration race across threads. `try_complete`,
+/// `on_expiration` and the expiry-time `on_complete` run under the
+/// operation's own lock; as in Kafka, completing other operations from inside
+/// them can deadlock if two operations do it to each other.
 pub trait DelayedOperation: Send + Sync + 'static {
     /// The embedded completion state.
     fn state(&self) -> &OperationState;

@@ -17,6 +17,9 @@ use crate::timer_task_list::TimerHandle;
 
 type Executor<T> = Box<dyn Fn(T) + Send + Sync>;
 
+/// A boxed Rust closure, the payload of [`SystemTimer::with_closures`].
+pub type TimerTask = Box<dyn FnOnce() + Send + 'static>;
+
 /// What the driver thread is currently doing, so `add` knows whether to wake it.
 #[derive(Debug, Clone, Copy)]
 enum DriverSleep {
@@ -62,6 +65,17 @@ impl<T> Shared<T> {
     fn now_ms(&self, state: &State<T>) -> u64 {
         match self.epoch {
             Some(epoch) => u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX),
+            None => state.timer.now_ms(),
+        }
+    }
+
+    /// The earliest deadline base for a new task: the real clock rounded up,
+    /// so a delay is never shortened by the sub-millisecond part of "now".
+    fn deadline_base_ms(&self, state: &State<T>) -> u64 {
+        match self.epoch {
+            Some(epoch) => {
+                u64::try_from(epoch.elapsed().as_micros().div_ceil(1000)).unwrap_or(u64::MAX)
+            }
             None => state.timer.now_ms(),
         }
     }
@@ -131,7 +145,10 @@ impl<T: Send + 'static> SystemTimer<T> {
     /// Schedules `task` to run `delay_ms` from now.
     pub fn add(&self, delay_ms: u64, task: T) -> TimerHandle {
         let mut state = self.shared.lock();
-        let deadline = self.shared.now_ms(&state).saturating_add(delay_ms);
+        let deadline = self
+            .shared
+            .deadline_base_ms(&state)
+            .saturating_add(delay_ms);
         let handle = state.timer.add_at(deadline, task);
         let wake = match state.sleep {
             DriverSleep::Awake => false,
@@ -152,9 +169,17 @@ impl<T: Send + 'static> SystemTimer<T> {
 
     /// Runs, on the calling thread, every task due by `now_ms` and returns how
     /// many ran. Meant for [`manual`](Self::manual) timers; on a real-clock
-    /// timer it merely helps the driver.
+    /// timer `now_ms` is capped at the real clock (running the clock ahead
+    /// would fire later additions early), so it merely helps the driver.
     pub fn advance_clock(&self, now_ms: u64) -> usize {
-        let expired = self.shared.lock().timer.advance(now_ms);
+        let expired = {
+            let mut state = self.shared.lock();
+            let now = match self.shared.epoch {
+                Some(_) => now_ms.min(self.shared.now_ms(&state)),
+                None => now_ms,
+            };
+            state.timer.advance(now)
+        };
         let count = expired.len();
         self.shared.run(expired);
         count
@@ -194,6 +219,13 @@ impl<T: Send + 'static> SystemTimer<T> {
     pub(crate) fn cancel_hook(&self) -> Weak<dyn CancelTimer> {
         let weak: Weak<Shared<T>> = Arc::downgrade(&self.shared);
         weak
+    }
+}
+
+impl SystemTimer<TimerTask> {
+    /// A real-clock timer whose tasks are closures run on the driver thread.
+    pub fn with_closures(name: &str) -> Self {
+        Self::start(name, |task: TimerTask| task())
     }
 }
 
@@ -298,6 +330,14 @@ mod tests {
         timer.add(1, 0);
         timer.add(5, 7);
         assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), 7);
+    }
+
+    #[test]
+    fn runs_closures() {
+        let (tx, rx) = mpsc::channel();
+        let timer = SystemTimer::with_closures("closures");
+        timer.add(2, Box::new(move || tx.send("ran").unwrap()));
+        assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), "ran");
     }
 
     #[test]

@@ -19,6 +19,13 @@ pub struct TimerHandle {
     generation: u32,
 }
 
+impl TimerHandle {
+    /// The slab slot, valid right after `insert` (skips the generation check).
+    pub(crate) fn slot(self) -> u32 {
+        self.index
+    }
+}
+
 /// One bucket of a timing wheel: a linked list of slab entries sharing one
 /// expiration (the start of the bucket's time slot).
 #[derive(Debug)]

@@ -116,8 +116,7 @@ impl<T> TimingWheel<T> {
             return Err(task);
         }
         let handle = self.slab.insert(deadline, task);
-        let index = self.slab.resolve(handle).expect("fresh handle");
-        let placed = self.place(index);
+        let placed = self.place(handle.slot());
         debug_assert!(placed);
         Ok(handle)
     }
