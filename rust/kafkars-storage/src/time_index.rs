@@ -112,9 +112,6 @@ impl TimeIndex {
         offset: i64,
         skip_full_check: bool,
     ) -> Result<()> {
-        if self.idx.entries() >= self.idx.max_entries() || (!skip_full_check && self.is_full()) {
-            return Err(self.invalid(format!("time index is full ({} entries)", self.entries())));
-        }
         let last = self.last_entry();
         if self.entries() > 0 && offset < last.offset {
             return Err(self.invalid(format!(
@@ -129,6 +126,13 @@ impl TimeIndex {
             )));
         }
         if timestamp > last.timestamp {
+            // Fullness matters only when an entry is actually written.
+            if self.idx.entries() >= self.idx.max_entries() || (!skip_full_check && self.is_full()) {
+                return Err(self.invalid(format!(
+                    "time index is full ({} entries)",
+                    self.entries()
+                )));
+            }
             let relative = i32::try_from(offset - self.base_offset())
                 .ok()
                 .filter(|r| *r >= 0)
