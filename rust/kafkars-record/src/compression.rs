@@ -128,10 +128,7 @@ pub fn decompress_with_limit(
         Compression::Gzip => read_bounded(c, flate2::read::MultiGzDecoder::new(data), limit),
         Compression::Snappy => xerial::decompress(data, limit),
         Compression::Lz4 => read_bounded(c, lz4_flex::frame::FrameDecoder::new(data), limit),
-        Compression::Zstd => {
-            let decoder = zstd::stream::read::Decoder::with_buffer(data).map_err(codec_error(c))?;
-            read_bounded(c, decoder, limit)
-        }
+        Compression::Zstd => zstd_decompress(data, limit),
     }
 }
 
@@ -164,6 +161,33 @@ fn lz4_compress(data: &[u8]) -> Result<Vec<u8>, RecordError> {
         .write_all(data)
         .map_err(codec_error(Compression::Lz4))?;
     encoder.finish().map_err(codec_error(Compression::Lz4))
+}
+
+/// Expansion beyond which a declared zstd content size is not trusted up front.
+const PLAUSIBLE_ZSTD_RATIO: usize = 64;
+
+fn zstd_decompress(data: &[u8], limit: usize) -> Result<Vec<u8>, RecordError> {
+    // A frame that declares its size (as single-shot encoders write it) decodes in
+    // one call into an exact buffer; the declared size is checked against the limit
+    // first, and the decoder never writes past it.
+    if let Ok(Some(size)) = zstd::zstd_safe::get_frame_content_size(data) {
+        if let Ok(size) = usize::try_from(size) {
+            if size > limit {
+                return Err(too_large(limit));
+            }
+            // Only preallocate what the input could plausibly expand to, so a tiny
+            // frame cannot claim a large buffer for free.
+            if size <= data.len().saturating_mul(PLAUSIBLE_ZSTD_RATIO) {
+                if let Ok(out) = zstd::bulk::decompress(data, size) {
+                    return Ok(out);
+                }
+            }
+            // Several frames, or a lying size: the stream decoder decides.
+        }
+    }
+    let decoder =
+        zstd::stream::read::Decoder::with_buffer(data).map_err(codec_error(Compression::Zstd))?;
+    read_bounded(Compression::Zstd, decoder, limit)
 }
 
 /// Reads `reader` to its end, allowing at most `limit` bytes.

@@ -5,7 +5,7 @@ mod common;
 use common::{BatchSpec, batch_spec, compression};
 use kafkars_record::{
     Compression, NewRecord, RecordBatch, RecordBatchBuilder, RecordError, RecordRef, batches,
-    recompress, set_base_offset, set_log_append_time, set_partition_leader_epoch,
+    filter_records, recompress, set_base_offset, set_log_append_time, set_partition_leader_epoch,
 };
 use proptest::prelude::*;
 
@@ -136,6 +136,26 @@ proptest! {
     }
 
     #[test]
+    fn filter_keeps_header_and_record_bytes(spec in batch_spec()) {
+        let original = spec.builder().build().unwrap();
+        let batch = RecordBatch::new(&original).unwrap();
+        let filtered = filter_records(&batch, |r| r.key.is_some()).unwrap();
+        let kept_batch = RecordBatch::new(&filtered).unwrap();
+        kept_batch.validate().unwrap();
+        prop_assert_eq!(kept_batch.compression().unwrap(), spec.compression);
+        prop_assert_eq!(kept_batch.last_offset_delta(), batch.last_offset_delta());
+        prop_assert_eq!(kept_batch.base_timestamp(), batch.base_timestamp());
+        prop_assert_eq!(kept_batch.max_timestamp(), batch.max_timestamp());
+        prop_assert_eq!(kept_batch.attributes(), batch.attributes());
+        let all = batch.records().unwrap();
+        let want: Vec<_> = all.iter().map(Result::unwrap).filter(|r| r.key.is_some()).collect();
+        let kept = kept_batch.records().unwrap();
+        let got: Vec<_> = kept.iter().map(Result::unwrap).collect();
+        prop_assert_eq!(kept_batch.records_count() as usize, want.len());
+        prop_assert_eq!(got, want);
+    }
+
+    #[test]
     fn concatenated_batches_iterate(specs in prop::collection::vec(batch_spec(), 1..5), cut: prop::sample::Index) {
         let built: Vec<Vec<u8>> = specs.iter().map(|s| s.builder().build().unwrap()).collect();
         let all = built.concat();
@@ -146,7 +166,7 @@ proptest! {
         // A cut anywhere returns the complete batches before it and stops there.
         let cut = cut.index(all.len());
         let mut it = batches(&all[..cut]);
-        let complete = it.by_ref().map(|b| b.unwrap()).count();
+        let complete = it.by_ref().inspect(|b| assert!(b.is_ok())).count();
         let mut end = 0;
         let mut whole = 0;
         for size in &sizes {
