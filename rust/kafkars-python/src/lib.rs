@@ -3,9 +3,12 @@ use pyo3::prelude::*;
 
 mod codec;
 mod errors;
+mod file_records;
+mod network;
 mod protocol;
 mod purgatory;
 mod segment_reader;
+mod splice;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -15,5 +18,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<segment_reader::SegmentReader>()?;
     protocol::register(m)?;
     m.add_class::<purgatory::PyPurgatory>()?;
+    m.add_class::<file_records::FileRecords>()?;
+    m.add_class::<network::PyRequest>()?;
+    m.add_class::<network::PySocketServer>()?;
     Ok(())
 }

@@ -76,8 +76,8 @@ pub(crate) fn records_to_py<'py>(
     }
 }
 
-/// `None` or a `RecordSet` → `records` field. Anything else is a handler bug.
-// The server layer extends this for file slices (sendfile) once those exist.
+/// `None`, a `RecordSet`, or a `FileRecords` slice → `records` field. A file slice becomes
+/// a placeholder that the response encoder turns into a sendfile region (see `splice`).
 pub(crate) fn records_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Option<Bytes>> {
     if obj.is_none() {
         return Ok(None);
@@ -85,8 +85,16 @@ pub(crate) fn records_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Option<Bytes>>
     if let Ok(set) = obj.cast::<RecordSet>() {
         return Ok(Some(set.get().bytes.clone()));
     }
+    if let Ok(file) = obj.cast::<crate::file_records::FileRecords>() {
+        return match file.get().region() {
+            None => Ok(Some(Bytes::new())),
+            Some(region) => crate::splice::placeholder_for(region)
+                .map(Some)
+                .map_err(pyo3::exceptions::PyValueError::new_err),
+        };
+    }
     Err(PyTypeError::new_err(format!(
-        "expected RecordSet or None, got {}",
+        "expected RecordSet, FileRecords or None, got {}",
         obj.get_type().name()?
     )))
 }
