@@ -100,7 +100,7 @@ pub fn compress(c: Compression, data: &[u8]) -> Result<Vec<u8>, RecordError> {
     match c {
         Compression::None => Ok(data.to_vec()),
         Compression::Gzip => gzip_compress(data),
-        Compression::Snappy => Ok(xerial::compress(data)),
+        Compression::Snappy => xerial::compress(data),
         Compression::Lz4 => lz4_compress(data),
         Compression::Zstd => zstd::bulk::compress(data, ZSTD_LEVEL).map_err(codec_error(c)),
     }
@@ -230,7 +230,7 @@ mod xerial {
     /// snappy-java's default block size, which Kafka uses.
     const BLOCK_SIZE: usize = 32 * 1024;
 
-    pub(super) fn compress(data: &[u8]) -> Vec<u8> {
+    pub(super) fn compress(data: &[u8]) -> Result<Vec<u8>, RecordError> {
         let mut encoder = snap::raw::Encoder::new();
         let blocks = data.len().div_ceil(BLOCK_SIZE);
         let mut out = Vec::with_capacity(HEADER.len() + data.len() / 2 + blocks * 8);
@@ -239,11 +239,11 @@ mod xerial {
         for chunk in data.chunks(BLOCK_SIZE) {
             let n = encoder
                 .compress(chunk, &mut block)
-                .expect("the output buffer fits any 32 KiB block");
+                .map_err(codec_error(Compression::Snappy))?;
             out.extend_from_slice(&(n as u32).to_be_bytes());
             out.extend_from_slice(&block[..n]);
         }
-        out
+        Ok(out)
     }
 
     pub(super) fn decompress(data: &[u8], limit: usize) -> Result<Vec<u8>, RecordError> {

@@ -62,3 +62,31 @@ impl RecordError {
         RecordError::InvalidRecord(msg.into())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kafka_error_codes() {
+        let crc = RecordError::CrcMismatch {
+            stored: 1,
+            computed: 2,
+        };
+        assert_eq!(crc.kafka_error_code(), CORRUPT_MESSAGE);
+        assert_eq!(RecordError::Truncated.kafka_error_code(), CORRUPT_MESSAGE);
+        assert_eq!(
+            RecordError::InvalidMagic(1).kafka_error_code(),
+            CORRUPT_MESSAGE
+        );
+        assert_eq!(
+            RecordError::invalid("keyless").kafka_error_code(),
+            INVALID_RECORD
+        );
+        assert_eq!(
+            RecordError::UnsupportedCompression(7).kafka_error_code(),
+            UNSUPPORTED_COMPRESSION_TYPE
+        );
+        assert!(crc.to_string().contains("0x00000001"));
+    }
+}

@@ -12,6 +12,27 @@
 //!
 //! baseOffset and partitionLeaderEpoch lie outside the CRC, so a leader assigns
 //! offsets in place with [`set_base_offset`] and [`set_partition_leader_epoch`].
+//!
+//! ```
+//! use kafkars_record::{Compression, NewRecord, RecordBatch, RecordBatchBuilder, batches};
+//!
+//! let mut builder = RecordBatchBuilder::new().compression(Compression::Zstd);
+//! builder.append(NewRecord::with_value(1_562_121_985_144, "hello, Kafka0!"));
+//! let mut bytes = builder.build()?;
+//!
+//! // What a leader does on append: validate, then assign offsets in place.
+//! RecordBatch::new(&bytes)?.validate()?;
+//! kafkars_record::set_base_offset(&mut bytes, 42);
+//!
+//! for batch in batches(&bytes) {
+//!     let batch = batch?;
+//!     for record in batch.records()?.iter() {
+//!         let record = record?;
+//!         assert_eq!((record.offset, record.value), (42, Some(&b"hello, Kafka0!"[..])));
+//!     }
+//! }
+//! # Ok::<(), kafkars_record::RecordError>(())
+//! ```
 
 mod batch;
 mod builder;
