@@ -99,7 +99,8 @@ pub struct SystemTimer<T: Send + 'static> {
     driver: Mutex<Option<JoinHandle<()>>>,
 }
 
-/// The real-clock flavour of [`SystemTimer`] under the name used by the brief.
+/// Another name for [`SystemTimer`]: the thread that drives the wheel on the
+/// real clock.
 pub type TimerDriver<T> = SystemTimer<T>;
 
 impl<T: Send + 'static> SystemTimer<T> {
