@@ -85,18 +85,21 @@ impl RecordBatchBuilder {
     }
 
     /// Sets baseOffset.
+    #[must_use]
     pub fn base_offset(mut self, base_offset: i64) -> Self {
         self.base_offset = base_offset;
         self
     }
 
     /// Sets partitionLeaderEpoch.
+    #[must_use]
     pub fn partition_leader_epoch(mut self, epoch: i32) -> Self {
         self.partition_leader_epoch = epoch;
         self
     }
 
     /// Sets the codec that compresses the records section.
+    #[must_use]
     pub fn compression(mut self, compression: Compression) -> Self {
         self.compression = compression;
         self
@@ -104,6 +107,7 @@ impl RecordBatchBuilder {
 
     /// Sets the timestampType bit. Record timestamps are kept as given; see
     /// [`log_append_time`](Self::log_append_time) to stamp them.
+    #[must_use]
     pub fn timestamp_type(mut self, timestamp_type: TimestampType) -> Self {
         self.timestamp_type = timestamp_type;
         self
@@ -111,6 +115,7 @@ impl RecordBatchBuilder {
 
     /// Makes a LogAppendTime batch: like Kafka's builder, every record gets
     /// `timestamp` and so does maxTimestamp.
+    #[must_use]
     pub fn log_append_time(mut self, timestamp: i64) -> Self {
         self.timestamp_type = TimestampType::LogAppendTime;
         self.log_append_time = Some(timestamp);
@@ -118,6 +123,7 @@ impl RecordBatchBuilder {
     }
 
     /// Sets producerId, producerEpoch and baseSequence (idempotent producers).
+    #[must_use]
     pub fn producer(mut self, producer_id: i64, producer_epoch: i16, base_sequence: i32) -> Self {
         self.producer_id = producer_id;
         self.producer_epoch = producer_epoch;
@@ -126,36 +132,42 @@ impl RecordBatchBuilder {
     }
 
     /// Sets producerId.
+    #[must_use]
     pub fn producer_id(mut self, producer_id: i64) -> Self {
         self.producer_id = producer_id;
         self
     }
 
     /// Sets producerEpoch.
+    #[must_use]
     pub fn producer_epoch(mut self, producer_epoch: i16) -> Self {
         self.producer_epoch = producer_epoch;
         self
     }
 
     /// Sets baseSequence.
+    #[must_use]
     pub fn base_sequence(mut self, base_sequence: i32) -> Self {
         self.base_sequence = base_sequence;
         self
     }
 
     /// Sets the isTransactional bit.
+    #[must_use]
     pub fn transactional(mut self, is_transactional: bool) -> Self {
         self.is_transactional = is_transactional;
         self
     }
 
     /// Sets the isControl bit.
+    #[must_use]
     pub fn control(mut self, is_control: bool) -> Self {
         self.is_control = is_control;
         self
     }
 
     /// Stores the log cleaner's delete horizon in baseTimestamp and flags it.
+    #[must_use]
     pub fn delete_horizon_ms(mut self, delete_horizon_ms: Option<i64>) -> Self {
         self.delete_horizon_ms = delete_horizon_ms;
         self

@@ -104,6 +104,15 @@ impl<'a> Records<'a> {
     }
 }
 
+impl<'r> IntoIterator for &'r Records<'_> {
+    type Item = Result<RecordRef<'r>, RecordError>;
+    type IntoIter = RecordIter<'r>;
+
+    fn into_iter(self) -> RecordIter<'r> {
+        self.iter()
+    }
+}
+
 /// Iterator over the records of a [`Records`].
 #[derive(Debug, Clone)]
 pub struct RecordIter<'r> {
