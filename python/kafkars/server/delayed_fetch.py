@@ -28,26 +28,36 @@ class DelayedFetch:
     """One waiting fetch. `try_complete` runs without I/O: it compares each partition's
     high watermark position with where the fetch started."""
 
-    def __init__(self, server: KafkaServer, request: Any, plan: FetchPlan) -> None:
+    def __init__(
+        self, server: KafkaServer, request: Any, plan: FetchPlan, first_read: list[dict[str, Any]]
+    ) -> None:
         self.server = server
         self.request = request
         self.plan = plan
         self.delay_ms = plan.max_wait_ms
-        self._start = {
-            (name, p["partition"]): p["fetch_offset"]
-            for name, _, partitions in plan.topics
-            if name
-            for p in partitions
+        # Where each partition's first read started: the available bytes are counted from
+        # there against the log end, from offset metadata alone.
+        self._start: dict[tuple[str, int], tuple[int, Any]] = {}
+        read = {
+            (t["topic"], p["partition_index"]): p["records"]
+            for t in first_read
+            for p in t["partitions"]
         }
+        for name, _, partitions in plan.topics:
+            for p in partitions:
+                if name:
+                    records = read.get((name, p["partition"]))
+                    metadata = records.fetch_offset_metadata if records is not None else None
+                    self._start[(name, p["partition"])] = (p["fetch_offset"], metadata)
 
     def try_complete(self) -> bool:
         available = 0
-        for (topic, index), offset in self._start.items():
+        for (topic, index), (offset, metadata) in self._start.items():
             try:
                 log = self.server.replica_manager.get_partition(topic, index).log
             except KafkaError:
                 return True  # the partition went away: answer with its error now
-            available += log.bytes_available(offset, log.high_watermark)
+            available += log.bytes_available(metadata, offset)
             if available >= self.plan.min_bytes:
                 return True
         return False
@@ -74,8 +84,8 @@ class FetchPurgatory:
         self.server = server
         self._purgatory = _core.DelayedOperationPurgatory("Fetch")
 
-    def watch(self, request: Any, plan: FetchPlan) -> None:
-        op = DelayedFetch(self.server, request, plan)
+    def watch(self, request: Any, plan: FetchPlan, first_read: list[dict[str, Any]]) -> None:
+        op = DelayedFetch(self.server, request, plan, first_read)
         keys = [partition_key(t, p) for t, p in plan.partition_keys]
         self._purgatory.try_complete_else_watch(op, keys)
 

@@ -7,14 +7,17 @@ with flushed logs, checkpoints and the clean-shutdown marker.
 
 from __future__ import annotations
 
+import base64
 import logging
 import threading
+import uuid
 import time
 from pathlib import Path
 from typing import Any
 
 from kafkars import _core
 from kafkars.config import KafkaConfig, LogConfig
+from kafkars.log import read_properties
 from kafkars.server.delayed_fetch import FetchPurgatory
 from kafkars.server.errors import Errors, KafkaError
 from kafkars.server.kafka_apis import KafkaApis
@@ -22,6 +25,56 @@ from kafkars.server.metadata import MetadataStore, TopicMetadata
 from kafkars.server.replica_manager import ReplicaManager
 
 log = logging.getLogger("kafkars.server.KafkaServer")
+
+
+def resolve_identity(dirs: list[str], configured_id: int, reserved_max_id: int) -> tuple[int, str]:
+    """broker.id and cluster.id from meta.properties, the config, or newly generated.
+
+    A configured id must match what the dirs hold (the Rust LogManager refuses a mismatch
+    with Kafka's InconsistentBrokerIdException message). With broker.id=-1 the stored id
+    is reused, else one above reserved.broker.max.id is generated, as Kafka does.
+    """
+    stored_ids, stored_clusters = set(), set()
+    for d in dirs:
+        meta = Path(d) / "meta.properties"
+        if meta.exists():
+            props = read_properties(meta)
+            if "broker.id" in props:
+                stored_ids.add(int(props["broker.id"]))
+            if "cluster.id" in props:
+                stored_clusters.add(props["cluster.id"])
+    if configured_id >= 0:
+        broker_id = configured_id
+    elif len(stored_ids) == 1:
+        broker_id = stored_ids.pop()
+    else:
+        broker_id = reserved_max_id + 1
+    if stored_clusters:
+        cluster_id = sorted(stored_clusters)[0]
+    else:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    return broker_id, cluster_id
+
+
+def storage_settings(config: LogConfig) -> dict[str, Any]:
+    """A topic's effective LogConfig in the shape the Rust log takes."""
+    get = config.get
+    return {
+        "segment_bytes": int(get("segment.bytes")),
+        "segment_ms": int(get("segment.ms")),
+        "segment_jitter_ms": int(get("segment.jitter.ms")),
+        "max_index_size": int(get("segment.index.bytes")),
+        "index_interval_bytes": int(get("index.interval.bytes")),
+        "max_message_bytes": int(get("max.message.bytes")),
+        "flush_interval_messages": int(get("flush.messages")),
+        "flush_ms": int(get("flush.ms")),
+        "file_delete_delay_ms": int(get("file.delete.delay.ms")),
+        "message_timestamp_type": str(get("message.timestamp.type")),
+        "compression": str(get("compression.type")),
+        "compacted": "compact" in get("cleanup.policy"),
+        "retention_ms": int(get("retention.ms")),
+        "retention_bytes": int(get("retention.bytes")),
+    }
 
 
 class KafkaServer:
@@ -70,7 +123,7 @@ class KafkaServer:
 
     def storage_config(self, overrides: dict[str, str]) -> dict[str, Any]:
         """The topic's effective settings in the shape the Rust log takes."""
-        return self.log_config(overrides).storage_settings()
+        return storage_settings(self.log_config(overrides))
 
     # -- lifecycle ---------------------------------------------------------------------------
     def startup(self) -> None:
@@ -86,20 +139,28 @@ class KafkaServer:
         dirs = self.log_dirs
         for d in dirs:
             Path(d).mkdir(parents=True, exist_ok=True)
-        self.log_manager = _core.LogManager(
-            dirs,
-            broker_id=int(self.config.get("broker.id")),
-            num_recovery_threads_per_data_dir=int(
-                self.config.get("num.recovery.threads.per.data.dir")
-            ),
+        self.broker_id, self.cluster_id = resolve_identity(
+            dirs, int(self.config.get("broker.id")), int(self.config.get("reserved.broker.max.id"))
         )
-        report = self.log_manager.startup()
-        self.broker_id = self.log_manager.broker_id
-        self.cluster_id = self.log_manager.cluster_id
-        t = step("log manager", t)
-        log.info("Loaded logs: %s", report)
-
         self.metadata = MetadataStore(Path(dirs[0]))
+        self.log_manager = _core.LogManager(dirs, self.broker_id, self.cluster_id)
+        report = self.log_manager.load_logs(
+            int(self.config.get("num.recovery.threads.per.data.dir")),
+            self.storage_config({}),
+            {topic.name: self.storage_config(topic.configs) for topic in self.metadata.topics()},
+        )
+        t = step("log manager", t)
+        log.info(
+            "Loaded %d partition(s) in %.0f ms: %d recovered after an unclean shutdown "
+            "(%d segment(s) scanned, %d bytes truncated), %d skipped recovery",
+            report["partitions"],
+            report["duration_ms"],
+            len(report["recovered"]),
+            report["segments_recovered"],
+            report["truncated_bytes"],
+            report["skipped"],
+        )
+
         self.replica_manager = ReplicaManager(self.log_manager, self.broker_id)
         for topic in self.metadata.topics():
             self._become_leader(topic)
@@ -160,10 +221,11 @@ class KafkaServer:
                 return
             log.info("[KafkaServer id=%s] shutting down", getattr(self, "broker_id", "?"))
             if self.socket_server is not None:
-                # Stop reading, answer what is in flight (delayed fetches complete early).
-                if self.fetch_purgatory is not None:
-                    self.fetch_purgatory.shutdown()
+                # Stop reading and answer what is in flight; waiting fetches still expire
+                # on the purgatory's timer meanwhile, so it stops afterwards.
                 self.socket_server.shutdown()
+            if self.fetch_purgatory is not None:
+                self.fetch_purgatory.shutdown()
             if self._started:
                 self.log_manager.shutdown()
             self._stopped.set()

@@ -9,6 +9,7 @@ mod protocol;
 mod purgatory;
 mod segment_reader;
 mod splice;
+mod storage;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -19,6 +20,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     protocol::register(m)?;
     m.add_class::<purgatory::PyPurgatory>()?;
     m.add_class::<file_records::FileRecords>()?;
+    storage::register(m)?;
     m.add_class::<network::PyRequest>()?;
     m.add_class::<network::PySocketServer>()?;
     Ok(())

@@ -133,5 +133,5 @@ def handle_fetch(server: KafkaServer, request: Any) -> dict[str, Any] | None:
         or server.fetch_purgatory is None
     ):
         return fetch_response(responses)
-    server.fetch_purgatory.watch(request, plan)
+    server.fetch_purgatory.watch(request, plan, responses)
     return None

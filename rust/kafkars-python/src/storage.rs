@@ -1,0 +1,424 @@
+//! Python face of the storage layer: the LogManager and partition logs. Appends take a
+//! `RecordSet` and reads return `FileRecords`, so record bytes stay in Rust; every call
+//! that touches files runs with the GIL released.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use kafkars_record::{Compression, TimestampType};
+use kafkars_storage::{
+    Log, LogConfig, LogError, LogManager, LogOffsetMetadata, SystemClock, TopicCompression,
+    TopicPartition,
+};
+use pyo3::exceptions::{PyKeyError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::errors;
+use crate::file_records::FileRecords;
+use crate::protocol::RecordSet;
+
+fn log_error(e: LogError) -> PyErr {
+    errors::LogError::new_err((e.kafka_error_code(), e.to_string()))
+}
+
+/// Reads a storage config dict (keys as in [`LogConfig`]'s fields); missing keys keep
+/// Kafka's defaults.
+fn log_config(settings: &Bound<'_, PyDict>) -> PyResult<LogConfig> {
+    let mut c = LogConfig::default();
+    for (key, value) in settings.iter() {
+        let key: String = key.extract()?;
+        match key.as_str() {
+            "segment_bytes" => c.segment_bytes = value.extract()?,
+            "segment_ms" => c.segment_ms = value.extract()?,
+            "segment_jitter_ms" => c.segment_jitter_ms = value.extract()?,
+            "max_index_size" => c.max_index_size = value.extract()?,
+            "index_interval_bytes" => c.index_interval_bytes = value.extract()?,
+            "max_message_bytes" => c.max_message_bytes = value.extract()?,
+            "flush_interval_messages" => c.flush_interval_messages = value.extract()?,
+            "flush_ms" => c.flush_ms = value.extract()?,
+            "file_delete_delay_ms" => c.file_delete_delay_ms = value.extract()?,
+            "retention_ms" => c.retention_ms = value.extract()?,
+            "retention_bytes" => c.retention_bytes = value.extract()?,
+            "compacted" => c.compacted = value.extract()?,
+            "message_timestamp_type" => {
+                let name: String = value.extract()?;
+                c.message_timestamp_type = match name.as_str() {
+                    "CreateTime" => TimestampType::CreateTime,
+                    "LogAppendTime" => TimestampType::LogAppendTime,
+                    other => {
+                        return Err(PyValueError::new_err(format!(
+                            "unknown timestamp type {other:?}"
+                        )));
+                    }
+                };
+            }
+            "compression" => {
+                let name: String = value.extract()?;
+                c.compression = match name.as_str() {
+                    "producer" => TopicCompression::Producer,
+                    "uncompressed" => TopicCompression::Codec(Compression::None),
+                    other => {
+                        TopicCompression::Codec(Compression::from_name(other).ok_or_else(|| {
+                            PyValueError::new_err(format!("unknown compression {other:?}"))
+                        })?)
+                    }
+                };
+            }
+            other => {
+                return Err(PyKeyError::new_err(format!(
+                    "unknown log setting {other:?}"
+                )));
+            }
+        }
+    }
+    Ok(c)
+}
+
+/// What one append did.
+#[pyclass(frozen, get_all, name = "LogAppendInfo", module = "kafkars._core")]
+pub(crate) struct PyLogAppendInfo {
+    first_offset: i64,
+    last_offset: i64,
+    max_timestamp: i64,
+    offset_of_max_timestamp: i64,
+    /// The broker's timestamp for LogAppendTime topics, else -1.
+    log_append_time: i64,
+    log_start_offset: i64,
+    valid_bytes: usize,
+    num_messages: u64,
+}
+
+/// One partition's log (Kafka's UnifiedLog). Shared: every method is thread-safe.
+#[pyclass(frozen, name = "Log", module = "kafkars._core")]
+pub(crate) struct PyLog {
+    inner: Arc<Log>,
+}
+
+#[pymethods]
+impl PyLog {
+    #[getter]
+    fn topic(&self) -> String {
+        self.inner.topic_partition().topic.clone()
+    }
+    #[getter]
+    fn partition(&self) -> i32 {
+        self.inner.topic_partition().partition
+    }
+    #[getter]
+    fn dir(&self) -> PathBuf {
+        self.inner.dir()
+    }
+    /// The log dir (entry of `log.dirs`) holding this partition.
+    #[getter]
+    fn dir_parent(&self) -> Option<PathBuf> {
+        self.inner.dir().parent().map(PathBuf::from)
+    }
+    #[getter]
+    fn log_end_offset(&self) -> i64 {
+        self.inner.log_end_offset()
+    }
+    #[getter]
+    fn log_start_offset(&self) -> i64 {
+        self.inner.log_start_offset()
+    }
+    #[getter]
+    fn high_watermark(&self) -> i64 {
+        self.inner.high_watermark()
+    }
+    #[setter]
+    fn set_high_watermark(&self, offset: i64) {
+        self.inner.set_high_watermark(offset);
+    }
+    #[getter]
+    fn recovery_point(&self) -> i64 {
+        self.inner.recovery_point()
+    }
+    #[getter]
+    fn size_in_bytes(&self) -> u64 {
+        self.inner.size_in_bytes()
+    }
+    #[getter]
+    fn num_segments(&self) -> usize {
+        self.inner.num_segments()
+    }
+    #[getter]
+    fn latest_epoch(&self) -> Option<i32> {
+        self.inner.latest_epoch()
+    }
+
+    /// Validates the batches, assigns offsets (rewriting baseOffset and
+    /// partitionLeaderEpoch in place) and appends them. Raises `LogError(code, message)`.
+    fn append_as_leader(
+        &self,
+        py: Python<'_>,
+        records: &RecordSet,
+        leader_epoch: i32,
+    ) -> PyResult<PyLogAppendInfo> {
+        let bytes = records.bytes().clone();
+        let info = py
+            .detach(|| {
+                // The request buffer is shared and immutable; offsets are assigned in a
+                // private copy (one memcpy in Rust) that is then written to the segment.
+                let mut owned = bytes.to_vec();
+                self.inner.append_as_leader(&mut owned, leader_epoch)
+            })
+            .map_err(log_error)?;
+        Ok(PyLogAppendInfo {
+            first_offset: info.first_offset,
+            last_offset: info.last_offset,
+            max_timestamp: info.max_timestamp,
+            offset_of_max_timestamp: info.offset_of_max_timestamp,
+            log_append_time: info.log_append_time,
+            log_start_offset: info.log_start_offset,
+            valid_bytes: info.valid_bytes,
+            num_messages: info.num_messages,
+        })
+    }
+
+    /// A file slice of whole batches starting with the one holding `offset`, at most
+    /// `max_bytes` long (but one whole batch when `min_one_message`), below `upper_bound`.
+    fn read(
+        &self,
+        py: Python<'_>,
+        offset: i64,
+        max_bytes: u32,
+        upper_bound: i64,
+        min_one_message: bool,
+    ) -> PyResult<FileRecords> {
+        let info = py
+            .detach(|| {
+                self.inner
+                    .read(offset, max_bytes, upper_bound, min_one_message)
+            })
+            .map_err(log_error)?;
+        Ok(FileRecords::new(
+            info.records,
+            Some(info.fetch_offset_metadata),
+        ))
+    }
+
+    /// ListOffsets lookup: `(offset, timestamp, leader_epoch)` of the first record with
+    /// timestamp >= `timestamp` (or -1 latest, -2 earliest, -3 max timestamp), or None.
+    fn fetch_offset_by_timestamp(
+        &self,
+        py: Python<'_>,
+        timestamp: i64,
+    ) -> PyResult<Option<(i64, i64, i32)>> {
+        let found = py
+            .detach(|| self.inner.fetch_offset_by_timestamp(timestamp))
+            .map_err(log_error)?;
+        Ok(found.map(|f| (f.offset, f.timestamp, f.leader_epoch.unwrap_or(-1))))
+    }
+
+    /// Bytes a delayed fetch could now read, without I/O: the distance from where its read
+    /// started (`fetch_offset_metadata` of that read) to the log end, or a large number
+    /// when the log end is in a later segment (Kafka then completes the fetch).
+    fn bytes_available(
+        &self,
+        fetch_offset_metadata: Option<(i64, i64, u32)>,
+        fetch_offset: i64,
+    ) -> i64 {
+        let end = self.inner.log_end_offset_metadata();
+        if self.inner.high_watermark() <= fetch_offset {
+            return 0;
+        }
+        let start = match fetch_offset_metadata {
+            Some((offset, base, position)) => LogOffsetMetadata {
+                message_offset: offset,
+                segment_base_offset: base,
+                relative_position_in_segment: position,
+            },
+            None => return i64::from(i32::MAX),
+        };
+        end.position_diff(&start).unwrap_or(i64::from(i32::MAX))
+    }
+
+    /// `(epoch, end offset)` for OffsetForLeaderEpoch.
+    fn end_offset_for_epoch(&self, epoch: i32) -> (i32, i64) {
+        self.inner.end_offset_for_epoch(epoch)
+    }
+
+    fn update_config(&self, settings: &Bound<'_, PyDict>) -> PyResult<()> {
+        self.inner.update_config(log_config(settings)?);
+        Ok(())
+    }
+
+    /// Fsyncs up to the log end and advances the recovery point.
+    fn flush(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| self.inner.flush(self.inner.log_end_offset()))
+            .map_err(log_error)
+    }
+
+    fn roll(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| self.inner.roll()).map_err(log_error)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Log({}, start={}, end={}, hw={})",
+            self.inner.topic_partition(),
+            self.inner.log_start_offset(),
+            self.inner.log_end_offset(),
+            self.inner.high_watermark()
+        )
+    }
+}
+
+/// Kafka's LogManager: the log dirs (locked), their meta.properties and checkpoints, and
+/// every partition log in them.
+#[pyclass(frozen, name = "LogManager", module = "kafkars._core")]
+pub(crate) struct PyLogManager {
+    inner: Arc<LogManager>,
+}
+
+fn wrap(log: Arc<Log>) -> PyLog {
+    PyLog { inner: log }
+}
+
+#[pymethods]
+impl PyLogManager {
+    /// Locks every dir and reconciles `meta.properties` with `broker_id`/`cluster_id`
+    /// (all must agree; a mismatch raises `LogError` with Kafka's message).
+    #[new]
+    #[pyo3(signature = (log_dirs, broker_id, cluster_id = None))]
+    fn new(
+        py: Python<'_>,
+        log_dirs: Vec<PathBuf>,
+        broker_id: i32,
+        cluster_id: Option<String>,
+    ) -> PyResult<Self> {
+        let inner = py
+            .detach(|| {
+                LogManager::new(
+                    log_dirs,
+                    broker_id,
+                    cluster_id.as_deref(),
+                    Arc::new(SystemClock),
+                )
+            })
+            .map_err(log_error)?;
+        Ok(Self {
+            inner: Arc::new(inner),
+        })
+    }
+
+    #[getter]
+    fn broker_id(&self) -> i32 {
+        self.inner.broker_id()
+    }
+
+    #[getter]
+    fn log_dirs(&self) -> Vec<PathBuf> {
+        self.inner.log_dirs()
+    }
+
+    /// Loads (and after an unclean stop, recovers) every partition. `topic_configs` maps
+    /// topic → storage settings; others get `default_config`. Returns a report dict.
+    #[pyo3(signature = (threads_per_dir, default_config, topic_configs))]
+    fn load_logs<'py>(
+        &self,
+        py: Python<'py>,
+        threads_per_dir: usize,
+        default_config: &Bound<'py, PyDict>,
+        topic_configs: HashMap<String, Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let default = log_config(default_config)?;
+        let per_topic = topic_configs
+            .into_iter()
+            .map(|(t, c)| Ok((t, log_config(&c)?)))
+            .collect::<PyResult<HashMap<_, _>>>()?;
+        let config_for = move |topic: &str| {
+            per_topic
+                .get(topic)
+                .cloned()
+                .unwrap_or_else(|| default.clone())
+        };
+        let report = py
+            .detach(|| self.inner.load_logs(threads_per_dir, &config_for))
+            .map_err(log_error)?;
+        let out = PyDict::new(py);
+        out.set_item("partitions", report.partitions.len())?;
+        out.set_item(
+            "recovered",
+            report
+                .recovered
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>(),
+        )?;
+        out.set_item("skipped", report.skipped.len())?;
+        out.set_item("truncated_bytes", report.truncated_bytes())?;
+        out.set_item("segments_recovered", report.segments_recovered())?;
+        out.set_item("duration_ms", report.duration.as_secs_f64() * 1000.0)?;
+        Ok(out)
+    }
+
+    fn get_log(&self, topic: String, partition: i32) -> Option<PyLog> {
+        self.inner
+            .get_log(&TopicPartition::new(topic, partition))
+            .map(wrap)
+    }
+
+    fn get_or_create_log(
+        &self,
+        py: Python<'_>,
+        topic: String,
+        partition: i32,
+        settings: &Bound<'_, PyDict>,
+    ) -> PyResult<PyLog> {
+        let config = log_config(settings)?;
+        let tp = TopicPartition::new(topic, partition);
+        py.detach(|| self.inner.get_or_create_log(&tp, config))
+            .map(wrap)
+            .map_err(log_error)
+    }
+
+    fn delete_log(&self, py: Python<'_>, topic: String, partition: i32) -> PyResult<bool> {
+        let tp = TopicPartition::new(topic, partition);
+        py.detach(|| self.inner.delete_log(&tp)).map_err(log_error)
+    }
+
+    fn all_logs(&self) -> Vec<PyLog> {
+        self.inner.all_logs().into_iter().map(wrap).collect()
+    }
+
+    /// Writes the recovery-point, log-start-offset and replication-offset checkpoints.
+    fn checkpoint(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| {
+            self.inner.checkpoint_recovery_points()?;
+            self.inner.checkpoint_log_start_offsets()?;
+            self.inner.checkpoint_high_watermarks()
+        })
+        .map_err(log_error)
+    }
+
+    /// Flushes logs whose `flush.ms` has passed; returns how many.
+    fn flush_dirty_logs(&self, py: Python<'_>, now_ms: i64) -> PyResult<usize> {
+        py.detach(|| self.inner.flush_dirty_logs(now_ms))
+            .map_err(log_error)
+    }
+
+    /// Physically deletes `.deleted` segments and `-delete` dirs whose delay has passed.
+    fn delete_pending(&self, py: Python<'_>, now_ms: i64) -> PyResult<usize> {
+        py.detach(|| {
+            Ok::<_, LogError>(
+                self.inner.delete_pending_segments(now_ms)? + self.inner.delete_pending_dirs()?,
+            )
+        })
+        .map_err(log_error)
+    }
+
+    /// Flushes everything, writes the checkpoints and the clean-shutdown marker, unlocks.
+    fn shutdown(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| self.inner.shutdown()).map_err(log_error)
+    }
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyLogManager>()?;
+    m.add_class::<PyLog>()?;
+    m.add_class::<PyLogAppendInfo>()?;
+    Ok(())
+}
