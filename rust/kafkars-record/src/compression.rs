@@ -170,20 +170,20 @@ fn zstd_decompress(data: &[u8], limit: usize) -> Result<Vec<u8>, RecordError> {
     // A frame that declares its size (as single-shot encoders write it) decodes in
     // one call into an exact buffer; the declared size is checked against the limit
     // first, and the decoder never writes past it.
-    if let Ok(Some(size)) = zstd::zstd_safe::get_frame_content_size(data) {
-        if let Ok(size) = usize::try_from(size) {
-            if size > limit {
-                return Err(too_large(limit));
-            }
-            // Only preallocate what the input could plausibly expand to, so a tiny
-            // frame cannot claim a large buffer for free.
-            if size <= data.len().saturating_mul(PLAUSIBLE_ZSTD_RATIO) {
-                if let Ok(out) = zstd::bulk::decompress(data, size) {
-                    return Ok(out);
-                }
-            }
-            // Several frames, or a lying size: the stream decoder decides.
+    if let Ok(Some(size)) = zstd::zstd_safe::get_frame_content_size(data)
+        && let Ok(size) = usize::try_from(size)
+    {
+        if size > limit {
+            return Err(too_large(limit));
         }
+        // Only preallocate what the input could plausibly expand to, so a tiny
+        // frame cannot claim a large buffer for free.
+        if size <= data.len().saturating_mul(PLAUSIBLE_ZSTD_RATIO)
+            && let Ok(out) = zstd::bulk::decompress(data, size)
+        {
+            return Ok(out);
+        }
+        // Several frames, or a lying size: the stream decoder decides.
     }
     let decoder =
         zstd::stream::read::Decoder::with_buffer(data).map_err(codec_error(Compression::Zstd))?;
