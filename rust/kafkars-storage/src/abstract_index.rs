@@ -259,7 +259,12 @@ mod tests {
 
     fn build(entries: &[(i64, u32)], max_size: usize) -> (tempfile::TempDir, OffsetIndex) {
         let dir = tempfile::tempdir().unwrap();
-        let mut idx = OffsetIndex::open(&dir.path().join("00000000000000000100.index"), 100, max_size).unwrap();
+        let mut idx = OffsetIndex::open(
+            &dir.path().join("00000000000000000100.index"),
+            100,
+            max_size,
+        )
+        .unwrap();
         for &(o, p) in entries {
             idx.append(o, p).unwrap();
         }
@@ -319,7 +324,10 @@ mod tests {
         let (_d, mut idx) = build(&[], 8 * 4);
         idx.append(101, 10).unwrap();
         assert!(idx.append(101, 20).is_err(), "offsets must increase");
-        assert!(idx.append(100 + i64::from(i32::MAX) + 1, 20).is_err(), "relative offset overflow");
+        assert!(
+            idx.append(100 + i64::from(i32::MAX) + 1, 20).is_err(),
+            "relative offset overflow"
+        );
         idx.append(102, 20).unwrap();
         idx.append(103, 30).unwrap();
         idx.append(104, 40).unwrap();
@@ -355,7 +363,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("00000000000000000000.index");
         std::fs::write(&path, [1u8; 13]).unwrap();
-        assert!(matches!(OffsetIndex::open(&path, 0, 1024), Err(crate::LogError::CorruptIndex { .. })));
+        assert!(matches!(
+            OffsetIndex::open(&path, 0, 1024),
+            Err(crate::LogError::CorruptIndex { .. })
+        ));
         // An entry below the base offset.
         let mut bytes = Vec::new();
         bytes.extend_from_slice(&(-5i32).to_be_bytes());

@@ -46,7 +46,10 @@ impl LogOffsetMetadata {
         {
             return None;
         }
-        Some(i64::from(self.relative_position_in_segment) - i64::from(other.relative_position_in_segment))
+        Some(
+            i64::from(self.relative_position_in_segment)
+                - i64::from(other.relative_position_in_segment),
+        )
     }
 }
 

@@ -36,6 +36,6 @@ mod loader;
 pub mod log;
 pub use config::{Clock, LogConfig, MockClock, SystemClock, TopicCompression};
 pub use loader::PartitionLoadStats;
-pub use log::{LogAppendInfo, Log, LogSegments};
+pub use log::{Log, LogAppendInfo, LogSegments};
 pub mod log_manager;
 pub use log_manager::{LoadReport, LogManager};

@@ -75,7 +75,10 @@ pub(crate) fn load_segments(
     let mut swaps = Vec::new();
     let mut kept = Vec::new();
     for name in names {
-        if name.ends_with(DELETED_FILE_SUFFIX) || name.ends_with(CLEANED_FILE_SUFFIX) || name.ends_with(".tmp") {
+        if name.ends_with(DELETED_FILE_SUFFIX)
+            || name.ends_with(CLEANED_FILE_SUFFIX)
+            || name.ends_with(".tmp")
+        {
             remove(&dir.join(&name))?;
             stats.files_removed += 1;
         } else if let Some(base) = name
@@ -93,13 +96,22 @@ pub(crate) fn load_segments(
     // 2. A .swap segment is complete (the cleaner only renames finished files to .swap):
     // it replaces every segment whose base offset lies in its offset range.
     for base in &swaps {
-        let mut seg = LogSegment::open(dir, *base, SWAP_FILE_SUFFIX, max_index_size, index_interval_bytes)?;
+        let mut seg = LogSegment::open(
+            dir,
+            *base,
+            SWAP_FILE_SUFFIX,
+            max_index_size,
+            index_interval_bytes,
+        )?;
         let next = seg.recover()?.next_offset.unwrap_or(*base);
         drop(seg);
         kept.retain(|name| {
             let replaced = [LOG_FILE_SUFFIX, INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX]
                 .iter()
-                .any(|s| parse_base_offset(name, s).is_some_and(|b| b >= *base && b < next.max(*base + 1)));
+                .any(|s| {
+                    parse_base_offset(name, s)
+                        .is_some_and(|b| b >= *base && b < next.max(*base + 1))
+                });
             if replaced {
                 let _ = fs::remove_file(dir.join(name));
             }

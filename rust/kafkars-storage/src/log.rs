@@ -150,7 +150,10 @@ impl Log {
             )?;
             segments.insert(base, seg);
         }
-        let (_, active) = segments.iter_mut().next_back().expect("at least one segment");
+        let (_, active) = segments
+            .iter_mut()
+            .next_back()
+            .expect("at least one segment");
         active.resize_indexes(config.max_index_size)?;
         active.set_roll_jitter_ms(jitter(config.segment_jitter_ms, now ^ active.base_offset()));
         let leo = active.read_next_offset()?;
@@ -371,7 +374,9 @@ impl Log {
             }
         }
         if shallow_count == 0 {
-            return Err(RecordError::CorruptMessage("no record batches in the append".into()).into());
+            return Err(
+                RecordError::CorruptMessage("no record batches in the append".into()).into(),
+            );
         }
 
         let recompressed: Option<Vec<u8>> = if needs_recompression {
@@ -477,7 +482,9 @@ impl Log {
             Self::roll_locked(st, first_offset, now)?;
         }
         let (_, active) = st.segments.iter_mut().next_back().expect("active segment");
-        if !active.can_convert_to_relative_offset(last_offset) || first_offset < active.base_offset() {
+        if !active.can_convert_to_relative_offset(last_offset)
+            || first_offset < active.base_offset()
+        {
             return Err(LogError::InvalidOffset(format!(
                 "offsets {first_offset}..={last_offset} do not fit segment {}",
                 active.base_offset()
@@ -498,7 +505,10 @@ impl Log {
         self.log_end_offset.store(next, Ordering::Release);
         drop(guard);
 
-        let unflushed = self.unflushed_messages.fetch_add(num_messages, Ordering::AcqRel) + num_messages;
+        let unflushed = self
+            .unflushed_messages
+            .fetch_add(num_messages, Ordering::AcqRel)
+            + num_messages;
         if unflushed >= config.flush_interval_messages {
             self.flush(next)?;
         }
@@ -572,7 +582,13 @@ impl Log {
         if offset == leo_md.message_offset {
             return Ok(leo_md);
         }
-        for (_, seg) in st.segments.range(..=offset).next_back().into_iter().chain(st.segments.range(offset + 1..)) {
+        for (_, seg) in st
+            .segments
+            .range(..=offset)
+            .next_back()
+            .into_iter()
+            .chain(st.segments.range(offset + 1..))
+        {
             if let Some(p) = seg.translate_offset(offset, 0)? {
                 return Ok(LogOffsetMetadata {
                     message_offset: offset,
@@ -603,7 +619,9 @@ impl Log {
         }
         let upper = isolation_upper_bound.min(leo);
         if fetch_offset >= upper {
-            return Ok(FetchDataInfo::empty(self.offset_metadata(st, fetch_offset)?));
+            return Ok(FetchDataInfo::empty(
+                self.offset_metadata(st, fetch_offset)?,
+            ));
         }
         let max_md = self.offset_metadata(st, upper)?;
         let start_base = st
@@ -680,7 +698,9 @@ impl Log {
                     if seg.size() == 0 || seg.largest_timestamp()? < ts {
                         continue;
                     }
-                    if let Some(found) = seg.find_offset_by_timestamp(ts, self.log_start_offset())? {
+                    if let Some(found) =
+                        seg.find_offset_by_timestamp(ts, self.log_start_offset())?
+                    {
                         return Ok(Some(found));
                     }
                 }
@@ -700,7 +720,11 @@ impl Log {
         let handles: Vec<(PathBuf, Arc<File>)> = {
             let guard = self.read_state();
             let st = &guard.0;
-            let first = st.segments.range(..=rp).next_back().map_or(i64::MIN, |(b, _)| *b);
+            let first = st
+                .segments
+                .range(..=rp)
+                .next_back()
+                .map_or(i64::MIN, |(b, _)| *b);
             let mut v = Vec::new();
             for (_, seg) in st.segments.range(first..offset) {
                 v.extend(seg.flush_handles()?);
@@ -712,7 +736,8 @@ impl Log {
         }
         self.recovery_point.fetch_max(offset, Ordering::AcqRel);
         self.unflushed_messages.store(0, Ordering::Release);
-        self.last_flush_ms.store(self.clock.now_ms(), Ordering::Release);
+        self.last_flush_ms
+            .store(self.clock.now_ms(), Ordering::Release);
         Ok(())
     }
 
@@ -722,23 +747,40 @@ impl Log {
         if target_offset >= self.log_end_offset() {
             return Ok(false);
         }
-        let first_base = *self.read_state().0.segments.keys().next().expect("segments");
+        let first_base = *self
+            .read_state()
+            .0
+            .segments
+            .keys()
+            .next()
+            .expect("segments");
         if target_offset < first_base {
             self.truncate_fully_and_start_at(target_offset)?;
             return Ok(true);
         }
         let mut guard = self.write_state();
         let st = &mut guard.0;
-        let later: Vec<i64> = st.segments.range(target_offset + 1..).map(|(b, _)| *b).collect();
+        let later: Vec<i64> = st
+            .segments
+            .range(target_offset + 1..)
+            .map(|(b, _)| *b)
+            .collect();
         for b in later {
             if let Some(seg) = st.segments.remove(&b) {
                 seg.delete()?;
             }
         }
-        let (_, active) = st.segments.iter_mut().next_back().expect("segment at or below target");
+        let (_, active) = st
+            .segments
+            .iter_mut()
+            .next_back()
+            .expect("segment at or below target");
         active.truncate_to(target_offset)?;
         active.resize_indexes(st.config.max_index_size)?;
-        let leo = active.read_next_offset()?.min(target_offset).max(active.base_offset());
+        let leo = active
+            .read_next_offset()?
+            .min(target_offset)
+            .max(active.base_offset());
         *lock(&self.leo_metadata) = LogOffsetMetadata {
             message_offset: leo,
             segment_base_offset: active.base_offset(),
@@ -776,7 +818,12 @@ impl Log {
             segment_base_offset: new_offset,
             relative_position_in_segment: 0,
         };
-        for a in [&self.log_end_offset, &self.high_watermark, &self.log_start_offset, &self.recovery_point] {
+        for a in [
+            &self.log_end_offset,
+            &self.high_watermark,
+            &self.log_start_offset,
+            &self.recovery_point,
+        ] {
             a.store(new_offset, Ordering::Release);
         }
         Ok(())
@@ -854,8 +901,12 @@ impl Log {
         if new_log_start_offset <= self.log_start_offset() {
             return Ok(false);
         }
-        self.log_start_offset.store(new_log_start_offset, Ordering::Release);
-        guard.0.epoch_cache.truncate_from_start(new_log_start_offset)?;
+        self.log_start_offset
+            .store(new_log_start_offset, Ordering::Release);
+        guard
+            .0
+            .epoch_cache
+            .truncate_from_start(new_log_start_offset)?;
         Ok(true)
     }
 

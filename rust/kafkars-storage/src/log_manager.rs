@@ -98,7 +98,8 @@ impl LogManager {
             let lock = DirLock::acquire(&path)?;
             dirs.push(LogDirBox(LogDir { path, _lock: lock }));
         }
-        let mut found_cluster: Option<(PathBuf, String)> = cluster_id.map(|c| (PathBuf::from("<config>"), c.to_string()));
+        let mut found_cluster: Option<(PathBuf, String)> =
+            cluster_id.map(|c| (PathBuf::from("<config>"), c.to_string()));
         let mut metas = Vec::new();
         for d in &dirs {
             let meta = MetaProperties::read(&d.0.path)?;
@@ -180,12 +181,25 @@ impl LogManager {
                 .map(|(i, d)| {
                     let report = &report;
                     let loaded = &loaded;
-                    scope.spawn(move || self.load_dir(i, &d.0.path, threads_per_dir.max(1), config_for, report, loaded))
+                    scope.spawn(move || {
+                        self.load_dir(
+                            i,
+                            &d.0.path,
+                            threads_per_dir.max(1),
+                            config_for,
+                            report,
+                            loaded,
+                        )
+                    })
                 })
                 .collect();
             handles
                 .into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| Err(LogError::Closed("a log loading thread panicked".into()))))
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(LogError::Closed("a log loading thread panicked".into()))
+                    })
+                })
                 .collect()
         });
         for r in results {
@@ -238,7 +252,9 @@ impl LogManager {
             }
             match TopicPartition::from_dir_name(&name) {
                 Ok(tp) => jobs.push((tp, entry.path())),
-                Err(_) => tracing::warn!(dir = %entry.path().display(), "skipping a directory that is not a partition"),
+                Err(_) => {
+                    tracing::warn!(dir = %entry.path().display(), "skipping a directory that is not a partition")
+                }
             }
         }
         let next = AtomicUsize::new(0);
@@ -252,7 +268,15 @@ impl LogManager {
                         let config = config_for(&tp.topic);
                         let rp = recovery_points.get(tp).copied().unwrap_or(0);
                         let ls = log_starts.get(tp).copied().unwrap_or(0);
-                        match Log::open(path, tp.clone(), config, rp, ls, clean, Arc::clone(&self.clock)) {
+                        match Log::open(
+                            path,
+                            tp.clone(),
+                            config,
+                            rp,
+                            ls,
+                            clean,
+                            Arc::clone(&self.clock),
+                        ) {
                             Ok((log, stats)) => {
                                 let mut r = lock(report);
                                 if clean {
@@ -269,7 +293,12 @@ impl LogManager {
                 });
             }
         });
-        if let Some(e) = errors.into_inner().unwrap_or_else(|e| e.into_inner()).into_iter().next() {
+        if let Some(e) = errors
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner())
+            .into_iter()
+            .next()
+        {
             return Err(e);
         }
         if clean {
@@ -300,7 +329,15 @@ impl LogManager {
         }
         let i = self.next_dir.fetch_add(1, Ordering::Relaxed) % self.dirs.len();
         let dir = self.dirs[i].0.path.join(tp.dir_name());
-        let (log, _) = Log::open(&dir, tp.clone(), config, 0, 0, true, Arc::clone(&self.clock))?;
+        let (log, _) = Log::open(
+            &dir,
+            tp.clone(),
+            config,
+            0,
+            0,
+            true,
+            Arc::clone(&self.clock),
+        )?;
         fsync_dir(&self.dirs[i].0.path)?;
         logs.insert(tp.clone(), (i, Arc::clone(&log)));
         Ok(log)
@@ -319,7 +356,11 @@ impl LogManager {
     /// Removes `tp`'s log: its dir is renamed `<topic>-<partition>.<id>-delete` now and
     /// removed by [`delete_pending_dirs`](Self::delete_pending_dirs) (or at next start-up).
     pub fn delete_log(&self, tp: &TopicPartition) -> Result<bool> {
-        let removed = self.logs.write().unwrap_or_else(|e| e.into_inner()).remove(tp);
+        let removed = self
+            .logs
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(tp);
         let Some((_, log)) = removed else {
             return Ok(false);
         };
@@ -339,7 +380,9 @@ impl LogManager {
         let dirs: Vec<PathBuf> = std::mem::take(&mut *lock(&self.dirs_to_delete));
         for d in &dirs {
             match fs::remove_dir_all(d) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(LogError::io(d, e)),
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(LogError::io(d, e));
+                }
                 _ => {}
             }
         }
@@ -378,7 +421,10 @@ impl LogManager {
     pub fn read_high_watermarks(&self) -> Result<BTreeMap<TopicPartition, i64>> {
         let mut out = BTreeMap::new();
         for d in &self.dirs {
-            out.extend(OffsetCheckpointFile::new(d.0.path.join(REPLICATION_OFFSET_CHECKPOINT_FILE)).read()?);
+            out.extend(
+                OffsetCheckpointFile::new(d.0.path.join(REPLICATION_OFFSET_CHECKPOINT_FILE))
+                    .read()?,
+            );
         }
         Ok(out)
     }
@@ -389,7 +435,9 @@ impl LogManager {
         let mut n = 0;
         for log in self.all_logs() {
             let flush_ms = log.config().flush_ms;
-            if now_ms.saturating_sub(log.last_flush_ms()) >= flush_ms && log.recovery_point() < log.log_end_offset() {
+            if now_ms.saturating_sub(log.last_flush_ms()) >= flush_ms
+                && log.recovery_point() < log.log_end_offset()
+            {
                 log.flush(log.log_end_offset())?;
                 n += 1;
             }
@@ -418,7 +466,9 @@ impl LogManager {
         self.delete_pending_dirs()?;
         for d in &self.dirs {
             let marker = d.0.path.join(CLEAN_SHUTDOWN_FILE);
-            fs::File::create(&marker).and_then(|f| f.sync_all()).at(&marker)?;
+            fs::File::create(&marker)
+                .and_then(|f| f.sync_all())
+                .at(&marker)?;
             fsync_dir(&d.0.path)?;
         }
         Ok(())

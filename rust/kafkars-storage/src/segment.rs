@@ -56,7 +56,9 @@ impl BatchHeader {
         let last_offset_delta = i32::from_be_bytes(h[23..27].try_into().ok()?);
         let max_timestamp = i64::from_be_bytes(h[35..43].try_into().ok()?);
         Some(BatchHeader {
-            size: u32::try_from(length).ok()?.checked_add(LOG_OVERHEAD as u32)?,
+            size: u32::try_from(length)
+                .ok()?
+                .checked_add(LOG_OVERHEAD as u32)?,
             last_offset: base_offset.checked_add(i64::from(last_offset_delta))?,
             max_timestamp,
         })
@@ -166,18 +168,30 @@ impl LogSegment {
             .at(&seg.log_path)?;
         for p in [&seg.offset_index_path, &seg.time_index_path] {
             match fs::remove_file(p) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(LogError::io(p, e)),
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(LogError::io(p, e));
+                }
                 _ => {}
             }
         }
         let _ = seg.log_file.set(Arc::new(file));
-        *seg.offset_index.get_mut().unwrap_or_else(|e| e.into_inner()) =
-            Some(OffsetIndex::open(&seg.offset_index_path, base_offset, max_index_size)?);
-        *seg.time_index.get_mut().unwrap_or_else(|e| e.into_inner()) =
-            Some(TimeIndex::open(&seg.time_index_path, base_offset, max_index_size)?);
+        *seg.offset_index
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner()) = Some(OffsetIndex::open(
+            &seg.offset_index_path,
+            base_offset,
+            max_index_size,
+        )?);
+        *seg.time_index.get_mut().unwrap_or_else(|e| e.into_inner()) = Some(TimeIndex::open(
+            &seg.time_index_path,
+            base_offset,
+            max_index_size,
+        )?);
         seg.roll_jitter_ms = roll_jitter_ms;
         seg.created_ms = now_ms;
-        *seg.max_timestamp_so_far.get_mut().unwrap_or_else(|e| e.into_inner()) = Some(TimestampOffset {
+        *seg.max_timestamp_so_far
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner()) = Some(TimestampOffset {
             timestamp: NO_TIMESTAMP,
             offset: base_offset,
         });
@@ -193,7 +207,13 @@ impl LogSegment {
         max_index_size: usize,
         index_interval_bytes: u32,
     ) -> Result<Self> {
-        let mut seg = Self::with_paths(dir, base_offset, suffix, max_index_size, index_interval_bytes);
+        let mut seg = Self::with_paths(
+            dir,
+            base_offset,
+            suffix,
+            max_index_size,
+            index_interval_bytes,
+        );
         let meta = fs::metadata(&seg.log_path).at(&seg.log_path)?;
         seg.size = u32::try_from(meta.len()).map_err(|_| LogError::CorruptSegment {
             path: seg.log_path.clone(),
@@ -293,16 +313,23 @@ impl LogSegment {
     }
 
     fn load_offset_index(&self) -> Result<OffsetIndex> {
-        let opened = OffsetIndex::open(&self.offset_index_path, self.base_offset, self.max_index_size)
-            .and_then(|idx| idx.sanity_check(u64::from(self.size)).map(|()| idx));
+        let opened = OffsetIndex::open(
+            &self.offset_index_path,
+            self.base_offset,
+            self.max_index_size,
+        )
+        .and_then(|idx| idx.sanity_check(u64::from(self.size)).map(|()| idx));
         match opened {
             Ok(idx) => Ok(idx),
             Err(e @ LogError::Io { .. }) => Err(e),
             Err(e) => {
                 tracing::warn!(error = %e, "rebuilding offset index");
                 let _ = fs::remove_file(&self.offset_index_path);
-                let mut idx =
-                    OffsetIndex::open(&self.offset_index_path, self.base_offset, self.max_index_size)?;
+                let mut idx = OffsetIndex::open(
+                    &self.offset_index_path,
+                    self.base_offset,
+                    self.max_index_size,
+                )?;
                 self.scan_headers(0, |h, pos, last_entry| {
                     if pos - *last_entry > self.index_interval_bytes {
                         idx.append(h.last_offset, pos)?;
@@ -364,7 +391,8 @@ impl LogSegment {
         let mut scratch = 0u32;
         let mut buf = [0u8; RECORD_BATCH_OVERHEAD];
         while u64::from(pos) + RECORD_BATCH_OVERHEAD as u64 <= u64::from(self.size) {
-            file.read_exact_at(&mut buf, u64::from(pos)).at(&self.log_path)?;
+            file.read_exact_at(&mut buf, u64::from(pos))
+                .at(&self.log_path)?;
             let Some(h) = BatchHeader::parse(&buf) else {
                 return Err(LogError::CorruptSegment {
                     path: self.log_path.clone(),
@@ -390,7 +418,12 @@ impl LogSegment {
             return Ok(v);
         }
         let last = self.time_index()?.as_ref().expect("loaded").last_entry();
-        let from = self.offset_index()?.as_ref().expect("loaded").lookup(last.offset).position;
+        let from = self
+            .offset_index()?
+            .as_ref()
+            .expect("loaded")
+            .lookup(last.offset)
+            .position;
         let mut max = last;
         self.scan_headers(from, |h, _, _| {
             if h.max_timestamp > max.timestamp {
@@ -409,7 +442,11 @@ impl LogSegment {
     /// when no record has a timestamp (what time-based retention compares).
     pub fn largest_timestamp(&self) -> Result<i64> {
         let ts = self.max_timestamp_and_offset()?.timestamp;
-        if ts >= 0 { Ok(ts) } else { Ok(self.last_modified_ms()) }
+        if ts >= 0 {
+            Ok(ts)
+        } else {
+            Ok(self.last_modified_ms())
+        }
     }
 
     /// Modification time of the `.log` in milliseconds.
@@ -441,15 +478,22 @@ impl LogSegment {
         }
         let len = u32::try_from(records.len())
             .ok()
-            .filter(|l| self.size.checked_add(*l).is_some_and(|s| s <= i32::MAX as u32))
-            .ok_or_else(|| LogError::InvalidOffset(format!(
-                "append of {} bytes would make segment {} larger than 2 GiB",
-                records.len(),
-                self.base_offset
-            )))?;
+            .filter(|l| {
+                self.size
+                    .checked_add(*l)
+                    .is_some_and(|s| s <= i32::MAX as u32)
+            })
+            .ok_or_else(|| {
+                LogError::InvalidOffset(format!(
+                    "append of {} bytes would make segment {} larger than 2 GiB",
+                    records.len(),
+                    self.base_offset
+                ))
+            })?;
         let position = self.size;
         let file = self.log_file()?;
-        file.write_all_at(records, u64::from(position)).at(&self.log_path)?;
+        file.write_all_at(records, u64::from(position))
+            .at(&self.log_path)?;
         self.size += len;
         if position == 0 {
             self.rolling_based_timestamp = Some(largest_timestamp);
@@ -463,11 +507,15 @@ impl LogSegment {
             *lock(&self.max_timestamp_so_far) = Some(max);
         }
         if self.bytes_since_last_index_entry > self.index_interval_bytes {
-            self.offset_index()?.as_mut().expect("loaded").append(largest_offset, position)?;
-            self.time_index()?
+            self.offset_index()?
                 .as_mut()
                 .expect("loaded")
-                .maybe_append(max.timestamp, max.offset, false)?;
+                .append(largest_offset, position)?;
+            self.time_index()?.as_mut().expect("loaded").maybe_append(
+                max.timestamp,
+                max.offset,
+                false,
+            )?;
             self.bytes_since_last_index_entry = 0;
         }
         self.bytes_since_last_index_entry += len;
@@ -484,8 +532,17 @@ impl LogSegment {
     /// Finds the batch holding `offset` (or the first one after it): an index lookup,
     /// then a forward scan of batch headers from `starting_position` at the earliest.
     /// `None` when the segment has nothing at or after `offset`.
-    pub fn translate_offset(&self, offset: i64, starting_position: u32) -> Result<Option<LogOffsetPosition>> {
-        let from = self.offset_index()?.as_ref().expect("loaded").lookup(offset).position;
+    pub fn translate_offset(
+        &self,
+        offset: i64,
+        starting_position: u32,
+    ) -> Result<Option<LogOffsetPosition>> {
+        let from = self
+            .offset_index()?
+            .as_ref()
+            .expect("loaded")
+            .lookup(offset)
+            .position;
         let mut found = None;
         self.scan_headers(from.max(starting_position), |h, pos, _| {
             if h.last_offset >= offset {
@@ -557,7 +614,11 @@ impl LogSegment {
         timestamp: i64,
         starting_offset: i64,
     ) -> Result<Option<TimestampAndOffset>> {
-        let ts_entry = self.time_index()?.as_ref().expect("loaded").lookup(timestamp);
+        let ts_entry = self
+            .time_index()?
+            .as_ref()
+            .expect("loaded")
+            .lookup(timestamp);
         let position = self
             .offset_index()?
             .as_ref()
@@ -572,7 +633,8 @@ impl LogSegment {
                 return Ok(true);
             }
             let mut buf = vec![0u8; h.size as usize];
-            file.read_exact_at(&mut buf, u64::from(pos)).at(&self.log_path)?;
+            file.read_exact_at(&mut buf, u64::from(pos))
+                .at(&self.log_path)?;
             let batch = RecordBatch::new(&buf)?;
             let epoch = batch.partition_leader_epoch();
             for record in batch.records()?.iter() {
@@ -603,14 +665,26 @@ impl LogSegment {
     /// Rebuilds both indexes from the `.log`, validating every batch (CRC and
     /// structure), and truncates the file at the first invalid or incomplete batch.
     pub fn recover(&mut self) -> Result<SegmentRecovery> {
-        let mut offset_index = self.offset_index.get_mut().unwrap_or_else(|e| e.into_inner()).take();
-        let mut time_index = self.time_index.get_mut().unwrap_or_else(|e| e.into_inner()).take();
+        let mut offset_index = self
+            .offset_index
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        let mut time_index = self
+            .time_index
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
         // Indexes are rebuilt from scratch; open fresh ones if the old were unusable.
         let mut offset_index = match offset_index.take() {
             Some(i) => i,
             None => {
                 let _ = fs::remove_file(&self.offset_index_path);
-                OffsetIndex::open(&self.offset_index_path, self.base_offset, self.max_index_size)?
+                OffsetIndex::open(
+                    &self.offset_index_path,
+                    self.base_offset,
+                    self.max_index_size,
+                )?
             }
         };
         let mut time_index = match time_index.take() {
@@ -654,12 +728,16 @@ impl LogSegment {
             if reader.read_exact(&mut buf[LOG_OVERHEAD..]).is_err() {
                 break;
             }
-            let Ok(batch) = RecordBatch::new(&buf) else { break };
+            let Ok(batch) = RecordBatch::new(&buf) else {
+                break;
+            };
             if let Err(e) = batch.validate() {
                 tracing::warn!(segment = %self.log_path.display(), position = valid, error = %e, "invalid batch; truncating");
                 break;
             }
-            if batch.base_offset() < min_next_offset || !self.can_convert_to_relative_offset(batch.last_offset()) {
+            if batch.base_offset() < min_next_offset
+                || !self.can_convert_to_relative_offset(batch.last_offset())
+            {
                 tracing::warn!(segment = %self.log_path.display(), position = valid, "batch offsets out of order or range; truncating");
                 break;
             }
@@ -693,9 +771,15 @@ impl LogSegment {
         time_index.maybe_append(max.timestamp, max.offset, true)?;
         offset_index.trim_to_valid_size()?;
         time_index.trim_to_valid_size()?;
-        *self.offset_index.get_mut().unwrap_or_else(|e| e.into_inner()) = Some(offset_index);
+        *self
+            .offset_index
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner()) = Some(offset_index);
         *self.time_index.get_mut().unwrap_or_else(|e| e.into_inner()) = Some(time_index);
-        *self.max_timestamp_so_far.get_mut().unwrap_or_else(|e| e.into_inner()) = Some(max);
+        *self
+            .max_timestamp_so_far
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner()) = Some(max);
         self.bytes_since_last_index_entry = (valid - last_index_entry) as u32;
         self.rolling_based_timestamp = None;
         Ok(result)
@@ -719,7 +803,9 @@ impl LogSegment {
         let truncated = match mapping {
             None => 0,
             Some(m) => {
-                self.log_file()?.set_len(u64::from(m.position)).at(&self.log_path)?;
+                self.log_file()?
+                    .set_len(u64::from(m.position))
+                    .at(&self.log_path)?;
                 let t = self.size - m.position;
                 self.size = m.position;
                 t
@@ -740,11 +826,13 @@ impl LogSegment {
         let reached_roll_ms = self.size > 0
             && self.time_waited_for_roll(p.now_ms, p.max_timestamp_in_messages)?
                 > p.max_segment_ms - self.roll_jitter_ms;
-        Ok(u64::from(self.size) + u64::from(p.messages_size) > u64::from(p.max_segment_bytes)
-            || reached_roll_ms
-            || self.offset_index()?.as_ref().expect("loaded").is_full()
-            || self.time_index()?.as_ref().expect("loaded").is_full()
-            || !self.can_convert_to_relative_offset(p.max_offset_in_messages))
+        Ok(
+            u64::from(self.size) + u64::from(p.messages_size) > u64::from(p.max_segment_bytes)
+                || reached_roll_ms
+                || self.offset_index()?.as_ref().expect("loaded").is_full()
+                || self.time_index()?.as_ref().expect("loaded").is_full()
+                || !self.can_convert_to_relative_offset(p.max_offset_in_messages),
+        )
     }
 
     /// Record time since the first batch when timestamps are known, else wall time
@@ -771,7 +859,10 @@ impl LogSegment {
 
     /// Resizes both indexes to the maximum size, for a segment that becomes active again.
     pub fn resize_indexes(&mut self, size: usize) -> Result<()> {
-        self.offset_index()?.as_mut().expect("loaded").resize(size)?;
+        self.offset_index()?
+            .as_mut()
+            .expect("loaded")
+            .resize(size)?;
         self.time_index()?.as_mut().expect("loaded").resize(size)?;
         Ok(())
     }
@@ -786,7 +877,10 @@ impl LogSegment {
             ti.maybe_append(max.timestamp, max.offset, true)?;
             ti.trim_to_valid_size()?;
         }
-        self.offset_index()?.as_mut().expect("loaded").trim_to_valid_size()?;
+        self.offset_index()?
+            .as_mut()
+            .expect("loaded")
+            .trim_to_valid_size()?;
         Ok(())
     }
 
@@ -856,9 +950,15 @@ impl LogSegment {
 
     /// Deletes the segment's files (missing files are fine).
     pub fn delete(&self) -> Result<()> {
-        for p in [&self.log_path, &self.offset_index_path, &self.time_index_path] {
+        for p in [
+            &self.log_path,
+            &self.offset_index_path,
+            &self.time_index_path,
+        ] {
             match fs::remove_file(p) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(LogError::io(p, e)),
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(LogError::io(p, e));
+                }
                 _ => {}
             }
         }

@@ -127,11 +127,11 @@ impl TimeIndex {
         }
         if timestamp > last.timestamp {
             // Fullness matters only when an entry is actually written.
-            if self.idx.entries() >= self.idx.max_entries() || (!skip_full_check && self.is_full()) {
-                return Err(self.invalid(format!(
-                    "time index is full ({} entries)",
-                    self.entries()
-                )));
+            if self.idx.entries() >= self.idx.max_entries() || (!skip_full_check && self.is_full())
+            {
+                return Err(
+                    self.invalid(format!("time index is full ({} entries)", self.entries()))
+                );
             }
             let relative = i32::try_from(offset - self.base_offset())
                 .ok()

@@ -30,7 +30,10 @@ fn append_and_read_round_trip_returns_whole_batches() {
     let one = RecordBatch::new(&bytes).unwrap().size_in_bytes() as u32;
     let info = log.read(35, one * 3, 100, false).unwrap();
     assert_eq!(info.records_size(), one * 3);
-    assert_eq!(offsets_of(&info.records.unwrap().read_to_vec().unwrap()).len(), 3);
+    assert_eq!(
+        offsets_of(&info.records.unwrap().read_to_vec().unwrap()).len(),
+        3
+    );
     let info = log.read(35, 10, 100, false).unwrap();
     assert!(info.first_entry_incomplete);
     // The isolation bound (HW) stops reads.
@@ -58,14 +61,29 @@ fn validation_errors_map_to_kafka_codes() {
     };
     let log = open(dir.path(), config, true, 0, &clock);
     let mut big = batch(10, 0, 100);
-    assert_eq!(log.append_as_leader(&mut big, 0).unwrap_err().kafka_error_code(), 10);
+    assert_eq!(
+        log.append_as_leader(&mut big, 0)
+            .unwrap_err()
+            .kafka_error_code(),
+        10
+    );
     let mut bad = batch(1, 0, 10);
     let n = bad.len();
     bad[n - 2] ^= 0xff;
-    assert_eq!(log.append_as_leader(&mut bad, 0).unwrap_err().kafka_error_code(), 2);
+    assert_eq!(
+        log.append_as_leader(&mut bad, 0)
+            .unwrap_err()
+            .kafka_error_code(),
+        2
+    );
     let mut trailing = batch(1, 0, 10);
     trailing.extend_from_slice(&[0, 0, 0]);
-    assert_eq!(log.append_as_leader(&mut trailing, 0).unwrap_err().kafka_error_code(), 2);
+    assert_eq!(
+        log.append_as_leader(&mut trailing, 0)
+            .unwrap_err()
+            .kafka_error_code(),
+        2
+    );
     assert_eq!(log.log_end_offset(), 0);
 
     let compacted = LogConfig {
@@ -75,7 +93,12 @@ fn validation_errors_map_to_kafka_codes() {
     let dir2 = tempfile::tempdir().unwrap();
     let log = open(dir2.path(), compacted, true, 0, &clock);
     let mut keyless = batch(2, 0, 10);
-    assert_eq!(log.append_as_leader(&mut keyless, 0).unwrap_err().kafka_error_code(), 87);
+    assert_eq!(
+        log.append_as_leader(&mut keyless, 0)
+            .unwrap_err()
+            .kafka_error_code(),
+        87
+    );
     log.append_as_leader(&mut keyed_batch(2, 0), 0).unwrap();
 
     let dir3 = tempfile::tempdir().unwrap();
@@ -85,8 +108,16 @@ fn validation_errors_map_to_kafka_codes() {
     };
     let log = open(dir3.path(), tiny_segments, true, 0, &clock);
     let mut b = batch(5, 0, 100);
-    assert!(matches!(log.append_as_leader(&mut b, 0), Err(LogError::RecordBatchTooLarge { .. })));
-    assert_eq!(log.append_as_leader(&mut batch(5, 0, 100), 0).unwrap_err().kafka_error_code(), 18);
+    assert!(matches!(
+        log.append_as_leader(&mut b, 0),
+        Err(LogError::RecordBatchTooLarge { .. })
+    ));
+    assert_eq!(
+        log.append_as_leader(&mut batch(5, 0, 100), 0)
+            .unwrap_err()
+            .kafka_error_code(),
+        18
+    );
 }
 
 #[test]
@@ -118,7 +149,16 @@ fn roll_on_size_time_index_full_and_offset_overflow() {
     let clock = Arc::new(MockClock::new(0));
     // Size.
     let dir = tempfile::tempdir().unwrap();
-    let log = open(dir.path(), LogConfig { segment_bytes: 1000, ..small_config() }, true, 0, &clock);
+    let log = open(
+        dir.path(),
+        LogConfig {
+            segment_bytes: 1000,
+            ..small_config()
+        },
+        true,
+        0,
+        &clock,
+    );
     for _ in 0..10 {
         log.append_as_leader(&mut batch(1, 0, 200), 0).unwrap();
     }
@@ -128,7 +168,16 @@ fn roll_on_size_time_index_full_and_offset_overflow() {
     }
     // Time, measured by record timestamps since the first batch.
     let dir = tempfile::tempdir().unwrap();
-    let log = open(dir.path(), LogConfig { segment_ms: 1000, ..small_config() }, true, 0, &clock);
+    let log = open(
+        dir.path(),
+        LogConfig {
+            segment_ms: 1000,
+            ..small_config()
+        },
+        true,
+        0,
+        &clock,
+    );
     log.append_as_leader(&mut batch(1, 10_000, 10), 0).unwrap();
     log.append_as_leader(&mut batch(1, 10_900, 10), 0).unwrap();
     assert_eq!(log.num_segments(), 1);
@@ -137,7 +186,16 @@ fn roll_on_size_time_index_full_and_offset_overflow() {
     assert_eq!(log.segment_base_offsets(), vec![0, 2]);
     // Time without timestamps falls back to the wall clock since creation.
     let dir = tempfile::tempdir().unwrap();
-    let log = open(dir.path(), LogConfig { segment_ms: 1000, ..small_config() }, true, 0, &clock);
+    let log = open(
+        dir.path(),
+        LogConfig {
+            segment_ms: 1000,
+            ..small_config()
+        },
+        true,
+        0,
+        &clock,
+    );
     log.append_as_leader(&mut batch(1, -1, 10), 0).unwrap();
     clock.advance(500);
     log.append_as_leader(&mut batch(1, -1, 10), 0).unwrap();
@@ -149,7 +207,11 @@ fn roll_on_size_time_index_full_and_offset_overflow() {
     let dir = tempfile::tempdir().unwrap();
     let log = open(
         dir.path(),
-        LogConfig { index_interval_bytes: 1, max_index_size: 32, ..LogConfig::default() },
+        LogConfig {
+            index_interval_bytes: 1,
+            max_index_size: 32,
+            ..LogConfig::default()
+        },
         true,
         0,
         &clock,
@@ -173,13 +235,26 @@ fn roll_on_size_time_index_full_and_offset_overflow() {
 fn fetch_offset_by_timestamp() {
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(MockClock::new(0));
-    let log = open(dir.path(), LogConfig { segment_bytes: 3000, ..small_config() }, true, 0, &clock);
+    let log = open(
+        dir.path(),
+        LogConfig {
+            segment_bytes: 3000,
+            ..small_config()
+        },
+        true,
+        0,
+        &clock,
+    );
     for i in 0..50 {
         // Records at 1000 + 10*i .. +2 within each batch of 3.
-        log.append_as_leader(&mut batch(3, 1000 + i * 10, 80), 0).unwrap();
+        log.append_as_leader(&mut batch(3, 1000 + i * 10, 80), 0)
+            .unwrap();
     }
     assert!(log.num_segments() > 2);
-    let found = log.fetch_offset_by_timestamp(1000 + 25 * 10 + 1).unwrap().unwrap();
+    let found = log
+        .fetch_offset_by_timestamp(1000 + 25 * 10 + 1)
+        .unwrap()
+        .unwrap();
     assert_eq!(found.offset, 25 * 3 + 1);
     assert_eq!(found.timestamp, 1251);
     // Between batches: the next record.
@@ -187,9 +262,24 @@ fn fetch_offset_by_timestamp() {
     assert_eq!(found.offset, 26 * 3);
     assert!(log.fetch_offset_by_timestamp(99_999).unwrap().is_none());
     assert_eq!(log.fetch_offset_by_timestamp(0).unwrap().unwrap().offset, 0);
-    assert_eq!(log.fetch_offset_by_timestamp(EARLIEST_TIMESTAMP).unwrap().unwrap().offset, 0);
-    assert_eq!(log.fetch_offset_by_timestamp(LATEST_TIMESTAMP).unwrap().unwrap().offset, 150);
-    let max = log.fetch_offset_by_timestamp(MAX_TIMESTAMP).unwrap().unwrap();
+    assert_eq!(
+        log.fetch_offset_by_timestamp(EARLIEST_TIMESTAMP)
+            .unwrap()
+            .unwrap()
+            .offset,
+        0
+    );
+    assert_eq!(
+        log.fetch_offset_by_timestamp(LATEST_TIMESTAMP)
+            .unwrap()
+            .unwrap()
+            .offset,
+        150
+    );
+    let max = log
+        .fetch_offset_by_timestamp(MAX_TIMESTAMP)
+        .unwrap()
+        .unwrap();
     assert_eq!((max.timestamp, max.offset), (1000 + 49 * 10 + 2, 149));
 }
 
@@ -197,7 +287,17 @@ fn fetch_offset_by_timestamp() {
 fn truncate_delete_segments_and_log_start() {
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(MockClock::new(0));
-    let log = open(dir.path(), LogConfig { segment_bytes: 1000, file_delete_delay_ms: 100, ..small_config() }, true, 0, &clock);
+    let log = open(
+        dir.path(),
+        LogConfig {
+            segment_bytes: 1000,
+            file_delete_delay_ms: 100,
+            ..small_config()
+        },
+        true,
+        0,
+        &clock,
+    );
     for _ in 0..20 {
         log.append_as_leader(&mut batch(2, 0, 100), 0).unwrap();
     }
@@ -208,10 +308,19 @@ fn truncate_delete_segments_and_log_start() {
     assert!(deleted >= 1);
     assert_eq!(log.num_segments(), segs - deleted);
     assert_eq!(log.log_start_offset(), 10);
-    assert_eq!(log.read(9, 100, 40, true).unwrap_err().kafka_error_code(), 1);
+    assert_eq!(
+        log.read(9, 100, 40, true).unwrap_err().kafka_error_code(),
+        1
+    );
     let n_deleted_files = std::fs::read_dir(dir.path())
         .unwrap()
-        .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().ends_with(".deleted"))
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".deleted")
+        })
         .count();
     assert_eq!(n_deleted_files, deleted * 3);
     assert_eq!(log.delete_pending(50).unwrap(), 0);
@@ -223,7 +332,14 @@ fn truncate_delete_segments_and_log_start() {
     log.append_as_leader(&mut batch(1, 0, 10), 0).unwrap();
     assert_eq!(log.log_end_offset(), 31);
     log.truncate_fully_and_start_at(500).unwrap();
-    assert_eq!((log.log_start_offset(), log.log_end_offset(), log.num_segments()), (500, 500, 1));
+    assert_eq!(
+        (
+            log.log_start_offset(),
+            log.log_end_offset(),
+            log.num_segments()
+        ),
+        (500, 500, 1)
+    );
     // Deleting everything rolls the active segment first.
     let mut b = batch(2, 0, 10);
     log.append_as_leader(&mut b, 0).unwrap();
@@ -237,7 +353,16 @@ fn truncate_delete_segments_and_log_start() {
 fn flush_advances_recovery_point() {
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(MockClock::new(0));
-    let log = open(dir.path(), LogConfig { flush_interval_messages: 10, ..small_config() }, true, 0, &clock);
+    let log = open(
+        dir.path(),
+        LogConfig {
+            flush_interval_messages: 10,
+            ..small_config()
+        },
+        true,
+        0,
+        &clock,
+    );
     log.append_as_leader(&mut batch(4, 0, 10), 0).unwrap();
     assert_eq!(log.recovery_point(), 0);
     log.append_as_leader(&mut batch(6, 0, 10), 0).unwrap();
@@ -251,7 +376,16 @@ fn flush_advances_recovery_point() {
 fn concurrent_appends_and_reads() {
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(MockClock::new(0));
-    let log = open(dir.path(), LogConfig { segment_bytes: 20_000, ..small_config() }, true, 0, &clock);
+    let log = open(
+        dir.path(),
+        LogConfig {
+            segment_bytes: 20_000,
+            ..small_config()
+        },
+        true,
+        0,
+        &clock,
+    );
     std::thread::scope(|s| {
         for _ in 0..3 {
             s.spawn(|| {

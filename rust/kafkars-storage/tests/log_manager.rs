@@ -16,7 +16,12 @@ fn clock() -> Arc<dyn Clock> {
 }
 
 fn manager(dirs: &[&std::path::Path], broker_id: i32) -> kafkars_storage::Result<LogManager> {
-    LogManager::new(dirs.iter().map(|d| d.to_path_buf()).collect(), broker_id, Some("cluster-a"), clock())
+    LogManager::new(
+        dirs.iter().map(|d| d.to_path_buf()).collect(),
+        broker_id,
+        Some("cluster-a"),
+        clock(),
+    )
 }
 
 #[test]
@@ -37,22 +42,40 @@ fn meta_properties_written_checked_and_must_agree() {
     drop(manager(&[a.path(), b.path()], 7).unwrap());
     let text = fs::read_to_string(a.path().join("meta.properties")).unwrap();
     assert!(text.starts_with('#'));
-    assert!(text.contains("version=0\n") && text.contains("broker.id=7\n") && text.contains("cluster.id=cluster-a\n"));
+    assert!(
+        text.contains("version=0\n")
+            && text.contains("broker.id=7\n")
+            && text.contains("cluster.id=cluster-a\n")
+    );
     // Same id: fine. Different configured id: InconsistentBrokerId.
     drop(manager(&[a.path(), b.path()], 7).unwrap());
-    assert!(matches!(manager(&[a.path()], 8), Err(LogError::InconsistentBrokerId(_))));
+    assert!(matches!(
+        manager(&[a.path()], 8),
+        Err(LogError::InconsistentBrokerId(_))
+    ));
     // Dirs disagreeing on the cluster.
     let mut meta = MetaProperties::read(b.path()).unwrap().unwrap();
     meta.cluster_id = Some("cluster-b".into());
     meta.write(b.path()).unwrap();
-    let err = LogManager::new(vec![a.path().into(), b.path().into()], 7, None, clock()).unwrap_err();
+    let err =
+        LogManager::new(vec![a.path().into(), b.path().into()], 7, None, clock()).unwrap_err();
     assert!(matches!(err, LogError::InconsistentClusterId(_)), "{err}");
     // A dir without broker.id gets it.
-    fs::write(a.path().join("meta.properties"), "#x\nversion=0\ncluster.id=cluster-a\n").unwrap();
+    fs::write(
+        a.path().join("meta.properties"),
+        "#x\nversion=0\ncluster.id=cluster-a\n",
+    )
+    .unwrap();
     drop(manager(&[a.path()], 7).unwrap());
-    assert_eq!(MetaProperties::read(a.path()).unwrap().unwrap().broker_id, Some(7));
+    assert_eq!(
+        MetaProperties::read(a.path()).unwrap().unwrap().broker_id,
+        Some(7)
+    );
     fs::write(a.path().join("meta.properties"), "version=zero\n").unwrap();
-    assert!(matches!(manager(&[a.path()], 7), Err(LogError::MalformedFile { .. })));
+    assert!(matches!(
+        manager(&[a.path()], 7),
+        Err(LogError::MalformedFile { .. })
+    ));
 }
 
 #[test]
@@ -64,17 +87,34 @@ fn checkpoint_round_trip_and_malformed_input() {
     m.insert(TopicPartition::new("a.b_c-d", 3), 42);
     m.insert(TopicPartition::new("x", 0), 0);
     f.write(&m).unwrap();
-    assert_eq!(fs::read_to_string(f.path()).unwrap(), "0\n2\na.b_c-d 3 42\nx 0 0\n");
+    assert_eq!(
+        fs::read_to_string(f.path()).unwrap(),
+        "0\n2\na.b_c-d 3 42\nx 0 0\n"
+    );
     assert_eq!(f.read().unwrap(), m);
-    for bad in ["", "1\n0\n", "0\n2\nx 0 1\n", "0\n1\nx 0\n", "0\n1\nx zero 1\n", "0\nmany\n", "\u{0}\u{ff}"] {
+    for bad in [
+        "",
+        "1\n0\n",
+        "0\n2\nx 0 1\n",
+        "0\n1\nx 0\n",
+        "0\n1\nx zero 1\n",
+        "0\nmany\n",
+        "\u{0}\u{ff}",
+    ] {
         fs::write(f.path(), bad).unwrap();
-        assert!(matches!(f.read(), Err(LogError::MalformedFile { .. })), "{bad:?}");
+        assert!(
+            matches!(f.read(), Err(LogError::MalformedFile { .. })),
+            "{bad:?}"
+        );
     }
     let mut cache = LeaderEpochFileCache::load(d.path()).unwrap();
     cache.assign(1, 0).unwrap();
     cache.assign(3, 10).unwrap();
     cache.assign(5, 20).unwrap();
-    assert_eq!(fs::read_to_string(d.path().join("leader-epoch-checkpoint")).unwrap(), "0\n3\n1 0\n3 10\n5 20\n");
+    assert_eq!(
+        fs::read_to_string(d.path().join("leader-epoch-checkpoint")).unwrap(),
+        "0\n3\n1 0\n3 10\n5 20\n"
+    );
     assert_eq!(cache.end_offset_for(2, 30), (1, 10));
     assert_eq!(cache.end_offset_for(3, 30), (3, 20));
     assert_eq!(cache.end_offset_for(5, 30), (5, 30));
@@ -89,7 +129,9 @@ fn checkpoint_round_trip_and_malformed_input() {
 fn fill(m: &LogManager, topics: &[&str]) {
     for t in topics {
         for p in 0..2 {
-            let log = m.get_or_create_log(&TopicPartition::new(*t, p), small_config()).unwrap();
+            let log = m
+                .get_or_create_log(&TopicPartition::new(*t, p), small_config())
+                .unwrap();
             for _ in 0..30 {
                 log.append_as_leader(&mut batch(2, 5, 100), 0).unwrap();
             }
@@ -116,7 +158,10 @@ fn clean_restart_skips_recovery_and_unclean_restart_recovers() {
         assert_eq!(report.skipped.len(), 8);
         assert!(report.recovered.is_empty());
         assert_eq!(report.segments_recovered(), 0);
-        assert!(!a.path().join(CLEAN_SHUTDOWN_FILE).exists(), "marker removed after loading");
+        assert!(
+            !a.path().join(CLEAN_SHUTDOWN_FILE).exists(),
+            "marker removed after loading"
+        );
         for t in topics {
             for p in 0..2 {
                 let log = m.get_log(&TopicPartition::new(t, p)).expect(t);
@@ -135,7 +180,12 @@ fn clean_restart_skips_recovery_and_unclean_restart_recovers() {
     assert_eq!(report.recovered.len(), 8);
     assert!(report.segments_recovered() >= 8);
     assert_eq!(report.truncated_bytes(), 0);
-    assert_eq!(m.get_log(&TopicPartition::new("dash-ed-name", 1)).unwrap().log_end_offset(), 64);
+    assert_eq!(
+        m.get_log(&TopicPartition::new("dash-ed-name", 1))
+            .unwrap()
+            .log_end_offset(),
+        64
+    );
 }
 
 #[test]
@@ -149,18 +199,36 @@ fn delete_log_renames_then_removes() {
     assert!(m.delete_log(&tp).unwrap());
     assert!(m.get_log(&tp).is_none());
     assert!(log.append_as_leader(&mut batch(1, 0, 10), 0).is_err());
-    let names: Vec<String> = fs::read_dir(a.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
-    assert!(names.iter().any(|n| n.starts_with("gone-soon-0.") && n.ends_with("-delete")), "{names:?}");
+    let names: Vec<String> = fs::read_dir(a.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names
+            .iter()
+            .any(|n| n.starts_with("gone-soon-0.") && n.ends_with("-delete")),
+        "{names:?}"
+    );
     assert_eq!(m.delete_pending_dirs().unwrap(), 1);
-    assert!(!fs::read_dir(a.path()).unwrap().any(|e| e.unwrap().file_name().to_string_lossy().ends_with("-delete")));
+    assert!(!fs::read_dir(a.path()).unwrap().any(|e| {
+        e.unwrap()
+            .file_name()
+            .to_string_lossy()
+            .ends_with("-delete")
+    }));
 }
 
 #[test]
 fn flush_dirty_logs_by_flush_ms() {
     let a = tempfile::tempdir().unwrap();
     let m = manager(&[a.path()], 1).unwrap();
-    let cfg = LogConfig { flush_ms: 500, ..small_config() };
-    let log = m.get_or_create_log(&TopicPartition::new("f", 0), cfg).unwrap();
+    let cfg = LogConfig {
+        flush_ms: 500,
+        ..small_config()
+    };
+    let log = m
+        .get_or_create_log(&TopicPartition::new("f", 0), cfg)
+        .unwrap();
     log.append_as_leader(&mut batch(3, 0, 10), 0).unwrap();
     assert_eq!(m.flush_dirty_logs(1_100).unwrap(), 0);
     assert_eq!(m.flush_dirty_logs(1_600).unwrap(), 1);

@@ -15,9 +15,22 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-fn open_unclean(dir: &Path, config: LogConfig, rp: i64) -> (Arc<Log>, kafkars_storage::PartitionLoadStats) {
+fn open_unclean(
+    dir: &Path,
+    config: LogConfig,
+    rp: i64,
+) -> (Arc<Log>, kafkars_storage::PartitionLoadStats) {
     let clock: Arc<dyn Clock> = Arc::new(MockClock::new(0));
-    Log::open(dir, TopicPartition::new("t", 0), config, rp, 0, false, clock).unwrap()
+    Log::open(
+        dir,
+        TopicPartition::new("t", 0),
+        config,
+        rp,
+        0,
+        false,
+        clock,
+    )
+    .unwrap()
 }
 
 fn read_all(log: &Log) -> Vec<(i64, i64)> {
@@ -38,7 +51,16 @@ fn read_all(log: &Log) -> Vec<(i64, i64)> {
 fn written_log(n: usize) -> (tempfile::TempDir, Vec<usize>) {
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(MockClock::new(0));
-    let log = open(dir.path(), LogConfig { segment_bytes: 2000, ..small_config() }, true, 0, &clock);
+    let log = open(
+        dir.path(),
+        LogConfig {
+            segment_bytes: 2000,
+            ..small_config()
+        },
+        true,
+        0,
+        &clock,
+    );
     let mut sizes = Vec::new();
     for i in 0..n {
         let mut b = batch(2, i as i64, 60 + i);
@@ -69,10 +91,17 @@ fn truncating_the_last_batch_at_every_byte_recovers_the_valid_prefix() {
     for cut in (len - last_size)..len {
         let work = tempfile::tempdir().unwrap();
         copy_dir(src.path(), work.path());
-        let f = fs::OpenOptions::new().write(true).open(work.path().join(last.file_name().unwrap())).unwrap();
+        let f = fs::OpenOptions::new()
+            .write(true)
+            .open(work.path().join(last.file_name().unwrap()))
+            .unwrap();
         f.set_len(cut).unwrap();
         let (log, stats) = open_unclean(work.path(), small_config(), 0);
-        assert_eq!(stats.truncated_bytes, cut - (len - last_size), "cut at {cut}");
+        assert_eq!(
+            stats.truncated_bytes,
+            cut - (len - last_size),
+            "cut at {cut}"
+        );
         assert_eq!(log.log_end_offset(), 2 * (n as i64 - 1), "cut at {cut}");
         let all = read_all(&log);
         assert_eq!(all.len(), n - 1);
@@ -155,7 +184,16 @@ fn missing_and_corrupt_indexes_are_rebuilt() {
     fs::remove_file(&idx[0]).unwrap();
     fs::write(&idx[1], [7u8; 13]).unwrap();
     let clock: Arc<dyn Clock> = Arc::new(MockClock::new(0));
-    let (log, stats) = Log::open(src.path(), TopicPartition::new("t", 0), small_config(), 80, 0, true, clock).unwrap();
+    let (log, stats) = Log::open(
+        src.path(),
+        TopicPartition::new("t", 0),
+        small_config(),
+        80,
+        0,
+        true,
+        clock,
+    )
+    .unwrap();
     assert_eq!(stats.indexes_rebuilt, 1);
     assert_eq!(stats.segments_recovered, 0);
     // The corrupt index of segment 2 is rebuilt when first used.
@@ -184,14 +222,31 @@ fn deleted_cleaned_orphans_and_swap_files() {
     fs::write(dir.join("00000000000000099999.index"), [0u8; 16]).unwrap();
     fs::write(dir.join("00000000000000099999.timeindex"), [0u8; 24]).unwrap();
     let clock: Arc<dyn Clock> = Arc::new(MockClock::new(0));
-    let (log, stats) = Log::open(dir, TopicPartition::new("t", 0), small_config(), 80, 0, true, clock).unwrap();
+    let (log, stats) = Log::open(
+        dir,
+        TopicPartition::new("t", 0),
+        small_config(),
+        80,
+        0,
+        true,
+        clock,
+    )
+    .unwrap();
     assert_eq!(stats.swaps_completed, 1);
     assert_eq!(stats.files_removed, 4);
     assert_eq!(log.num_segments(), logs.len() - 1);
     assert!(!logs[1].exists());
     assert_eq!(read_all(&log).len(), 40);
-    let names: Vec<String> = fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
-    assert!(names.iter().all(|n| !n.ends_with(".swap") && !n.ends_with(".deleted") && !n.ends_with(".cleaned")), "{names:?}");
+    let names: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names
+            .iter()
+            .all(|n| !n.ends_with(".swap") && !n.ends_with(".deleted") && !n.ends_with(".cleaned")),
+        "{names:?}"
+    );
     assert!(!names.iter().any(|n| n.starts_with("00000000000000099999")));
 }
 
@@ -231,7 +286,12 @@ fn loads_a_kafka_written_segment() {
     fs::create_dir_all(&part).unwrap();
     let mut log_bytes = kafka_batch(0, 1_562_121_985_144, b"hello, Kafka0!", 2_717_637_561);
     assert_eq!(log_bytes.len(), 82);
-    log_bytes.extend(kafka_batch(1, 1_562_122_005_565, b"hello, Kafka2!", 2_618_539_239));
+    log_bytes.extend(kafka_batch(
+        1,
+        1_562_122_005_565,
+        b"hello, Kafka2!",
+        2_618_539_239,
+    ));
     fs::write(part.join("00000000000000000000.log"), &log_bytes).unwrap();
     // What Kafka leaves after a clean shutdown: an empty .index, one .timeindex entry.
     fs::write(part.join("00000000000000000000.index"), b"").unwrap();
@@ -241,19 +301,36 @@ fn loads_a_kafka_written_segment() {
     fs::write(part.join("leader-epoch-checkpoint"), "0\n1\n2 0\n").unwrap();
     for clean in [true, false] {
         let clock: Arc<dyn Clock> = Arc::new(MockClock::new(0));
-        let (log, stats) =
-            Log::open(&part, TopicPartition::new("reatest", 0), LogConfig::default(), 2, 0, clean, clock).unwrap();
+        let (log, stats) = Log::open(
+            &part,
+            TopicPartition::new("reatest", 0),
+            LogConfig::default(),
+            2,
+            0,
+            clean,
+            clock,
+        )
+        .unwrap();
         assert_eq!(stats.truncated_bytes, 0);
         assert_eq!(log.log_end_offset(), 2);
         assert_eq!(log.latest_epoch(), Some(2));
         let info = log.read(1, 1000, 2, false).unwrap();
         assert_eq!(info.fetch_offset_metadata.relative_position_in_segment, 82);
-        let found = log.fetch_offset_by_timestamp(1_562_122_000_000).unwrap().unwrap();
+        let found = log
+            .fetch_offset_by_timestamp(1_562_122_000_000)
+            .unwrap()
+            .unwrap();
         assert_eq!(found.offset, 1);
         let mut b = batch(1, 1_562_122_100_000, 3);
         assert_eq!(log.append_as_leader(&mut b, 2).unwrap().first_offset, 2);
         // Our append lands where Kafka put offset 2: position 164.
-        assert_eq!(log.read(2, 1000, 3, false).unwrap().fetch_offset_metadata.relative_position_in_segment, 164);
+        assert_eq!(
+            log.read(2, 1000, 3, false)
+                .unwrap()
+                .fetch_offset_metadata
+                .relative_position_in_segment,
+            164
+        );
         log.truncate_to(2).unwrap();
         log.close().unwrap();
     }

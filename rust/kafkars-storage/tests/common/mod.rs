@@ -35,11 +35,25 @@ pub fn small_config() -> LogConfig {
     }
 }
 
-pub fn open(dir: &Path, config: LogConfig, clean: bool, rp: i64, clock: &Arc<MockClock>) -> Arc<Log> {
+pub fn open(
+    dir: &Path,
+    config: LogConfig,
+    clean: bool,
+    rp: i64,
+    clock: &Arc<MockClock>,
+) -> Arc<Log> {
     let clock: Arc<dyn kafkars_storage::Clock> = clock.clone();
-    Log::open(dir, TopicPartition::new("t", 0), config, rp, 0, clean, clock)
-        .unwrap()
-        .0
+    Log::open(
+        dir,
+        TopicPartition::new("t", 0),
+        config,
+        rp,
+        0,
+        clean,
+        clock,
+    )
+    .unwrap()
+    .0
 }
 
 /// Every batch in `bytes` as (base offset, last offset), asserting they are valid.
