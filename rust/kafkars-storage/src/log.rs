@@ -156,7 +156,17 @@ impl Log {
             .expect("at least one segment");
         active.resize_indexes(config.max_index_size)?;
         active.set_roll_jitter_ms(jitter(config.segment_jitter_ms, now ^ active.base_offset()));
-        let leo = active.read_next_offset()?;
+        let leo = match active.read_next_offset() {
+            Ok(leo) => leo,
+            // A damaged active segment despite the clean marker: recover it rather
+            // than refuse to start.
+            Err(LogError::CorruptSegment { .. }) => {
+                let r = active.recover()?;
+                active.resize_indexes(config.max_index_size)?;
+                r.next_offset.unwrap_or(active.base_offset())
+            }
+            Err(e) => return Err(e),
+        };
         let leo_metadata = LogOffsetMetadata {
             message_offset: leo,
             segment_base_offset: active.base_offset(),
@@ -323,8 +333,9 @@ impl Log {
     }
 
     fn append(&self, records: &mut [u8], leader_epoch: Option<i32>) -> Result<LogAppendInfo> {
-        self.check_open()?;
         let mut guard = self.write_state();
+        // Checked under the lock so no append slips in after close().
+        self.check_open()?;
         let st = &mut guard.0;
         let now = self.clock.now_ms();
         let config = st.config.clone();
@@ -932,13 +943,14 @@ impl Log {
 
     /// Flushes and closes the segments (trimming the indexes) for a clean shutdown.
     pub fn close(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        self.flush(self.log_end_offset())?;
+        let mut guard = self.write_state();
         if self.closed.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
-        self.closed.store(false, Ordering::Release);
-        self.flush(self.log_end_offset())?;
-        self.closed.store(true, Ordering::Release);
-        let mut guard = self.write_state();
         for seg in guard.0.segments.values_mut() {
             seg.close()?;
         }
