@@ -927,6 +927,40 @@ impl Log {
         self.delete_segments(|_, next| next.is_some_and(|n| n.base_offset() <= start))
     }
 
+    /// Retention by time (`retention.ms`): deletes segments whose largest timestamp is
+    /// older than `now_ms - retention.ms`. Returns the number deleted.
+    pub fn delete_retention_ms_breached_segments(&self, now_ms: i64) -> Result<usize> {
+        let retention_ms = self.config().retention_ms;
+        if retention_ms < 0 {
+            return Ok(0);
+        }
+        self.delete_segments(|seg, _| {
+            seg.largest_timestamp()
+                .is_ok_and(|ts| now_ms.saturating_sub(ts) > retention_ms)
+        })
+    }
+
+    /// Retention by size (`retention.bytes`): deletes the oldest segments while the
+    /// log stays at or above the limit without them. Returns the number deleted.
+    pub fn delete_retention_size_breached_segments(&self) -> Result<usize> {
+        let retention_bytes = self.config().retention_bytes;
+        if retention_bytes < 0 {
+            return Ok(0);
+        }
+        let mut excess = self.size_in_bytes() as i64 - retention_bytes;
+        if excess <= 0 {
+            return Ok(0);
+        }
+        self.delete_segments(|seg, _| {
+            if excess - i64::from(seg.size()) >= 0 {
+                excess -= i64::from(seg.size());
+                true
+            } else {
+                false
+            }
+        })
+    }
+
     /// Physically deletes `.deleted` segments whose delay has passed; returns how many.
     pub fn delete_pending(&self, now_ms: i64) -> Result<usize> {
         let due: Vec<LogSegment> = {

@@ -409,3 +409,39 @@ fn concurrent_appends_and_reads() {
     });
     assert_eq!(log.log_end_offset(), 600);
 }
+
+#[test]
+fn retention_by_time_and_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(MockClock::new(0));
+    let config = LogConfig {
+        segment_bytes: 1000,
+        retention_ms: 10_000,
+        retention_bytes: 2500,
+        ..small_config()
+    };
+    let log = open(dir.path(), config, true, 0, &clock);
+    for i in 0..20 {
+        log.append_as_leader(&mut batch(1, i * 1000, 200), 0)
+            .unwrap();
+    }
+    log.set_high_watermark(log.log_end_offset());
+    let deleted = log.delete_retention_size_breached_segments().unwrap();
+    assert!(deleted > 0);
+    let size = log.size_in_bytes();
+    assert!((2500..2500 + 1000).contains(&size), "{size}");
+    let start = log.log_start_offset();
+    assert!(start > 0);
+    // Segments whose newest record is older than 25_000 - 10_000 go.
+    let before = log.num_segments();
+    let deleted = log.delete_retention_ms_breached_segments(25_000).unwrap();
+    assert!(deleted > 0 && deleted < before);
+    assert!(log.log_start_offset() > start && log.log_start_offset() <= 15);
+    assert_eq!(
+        log.read(log.log_start_offset(), 100, log.log_end_offset(), true)
+            .unwrap()
+            .fetch_offset_metadata
+            .message_offset,
+        log.log_start_offset()
+    );
+}
