@@ -32,11 +32,16 @@ class Endpoint:
         return self.host or "0.0.0.0"
 
     @property
-    def is_ipv6(self) -> bool:
+    def ip_version(self) -> int | None:
+        """4 or 6 for an IP literal host, None for a name or the wildcard."""
         try:
-            return ipaddress.ip_address(self.host.split("%", 1)[0]).version == 6
+            return ipaddress.ip_address(self.host.split("%", 1)[0]).version
         except ValueError:
-            return False
+            return None
+
+    @property
+    def is_ipv6(self) -> bool:
+        return self.ip_version == 6
 
     def connection_string(self) -> str:
         """Back to ``NAME://host:port`` (IPv6 literals in brackets)."""
@@ -110,8 +115,9 @@ def parse_listeners(
             )
         seen_names.add(e.listener_name)
         other = seen_ports.get(e.port)
-        # Port 0 (ephemeral) may repeat; otherwise only an IPv4/IPv6 pair may share a port.
-        if other is not None and e.port != 0 and other.is_ipv6 == e.is_ipv6:
+        # Port 0 (ephemeral) may repeat; otherwise only an IPv4 and an IPv6 literal may share.
+        versions = {other.ip_version, e.ip_version} if other is not None else set()
+        if other is not None and e.port != 0 and versions != {4, 6}:
             raise ConfigException.invalid(
                 name, value, f"Each listener must have a different port ({e.port})"
             )
