@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 import struct
 import types
 import uuid
@@ -23,7 +24,7 @@ from kafka.protocol.metadata import (
     MetadataRequest,
     MetadataResponse,
 )
-from kafka.protocol.producer import ProduceRequest
+from kafka.protocol.producer import ProduceRequest, ProduceResponse
 from kafkars._core import RecordSet
 from kafkars._core import protocol as bridge
 
@@ -221,7 +222,7 @@ def test_fetch_response_carries_record_set(version: int) -> None:
 
 def test_records_must_be_a_record_set() -> None:
     response = {"responses": [{"partitions": [{"records": RECORDS}]}]}
-    with pytest.raises(TypeError, match=r"PartitionData\.records: expected RecordSet or None"):
+    with pytest.raises(TypeError, match=r"PartitionData\.records: expected RecordSet"):
         bridge.encode_response(FETCH, 12, response)
 
 
@@ -313,3 +314,282 @@ def test_every_kafka_python_response_decodes_what_we_encode() -> None:
             cls.decode(body, version=version)
             checked += 1
     assert checked > 200
+
+
+# --- Version sanitizing: handlers fill every field, the bridge drops what the version lacks.
+
+_STRUCT_FAILURES = (TypeError, ValueError, OverflowError)
+
+
+def _non_default(value: object) -> list[object]:
+    """Candidate non-default values for a leaf field whose default is `value`."""
+    if isinstance(value, bool):
+        return [not value]
+    if isinstance(value, int):
+        return [8 if value == 7 else 7]  # fits every int width (i8 .. u32)
+    if isinstance(value, float):
+        return [value + 1.5]
+    if isinstance(value, str):
+        return [value + "set"]
+    if isinstance(value, bytes):
+        return [value + b"\x01\x02"]
+    if isinstance(value, uuid.UUID):
+        return [uuid.UUID(int=value.int ^ 0x1234_5678_9ABC_DEF0_1122_3344_5566_7788)]
+    if isinstance(value, RecordSet):
+        return [RecordSet(RECORDS)]
+    # None (an Option) or [] (a Vec) of an unknown type: try the shapes in turn.
+    scalars = ["set", 7, True, uuid.uuid4()]
+    if value is None:
+        return [[{}], {}, RecordSet(RECORDS), *scalars, b"\x01\x02", [7], ["set"]]
+    assert value == [], value
+    return [[{}], [7], ["set"], [uuid.uuid4()], [True], [b"\x01"]]
+
+
+def full_response(key: int) -> dict:
+    """A response for `key` with every field, at every depth, set to a non-default
+    value of its type (one element in each list), found by asking the bridge which
+    candidate it accepts."""
+    resp = bridge.normalize_response(key, {})
+
+    def at(root: object, path: list) -> object:
+        for step in path:
+            root = root[step]  # type: ignore[index]
+        return root
+
+    def fill(path: list) -> None:
+        struct = at(resp, path)
+        assert isinstance(struct, dict)
+        for name, default in list(struct.items()):
+            if isinstance(default, dict):
+                fill([*path, name])
+                continue
+            for candidate in _non_default(default):
+                struct[name] = candidate
+                try:
+                    normalized = bridge.normalize_response(key, resp)
+                except _STRUCT_FAILURES:
+                    continue
+                value = at(normalized, [*path, name])
+                if isinstance(value, dict):  # an Option<struct>, now filled with defaults
+                    struct[name] = value
+                    fill([*path, name])
+                elif isinstance(value, list) and value and isinstance(value[0], dict):
+                    struct[name] = value
+                    fill([*path, name, 0])
+                break
+            else:
+                pytest.fail(f"no non-default value accepted for {path + [name]} ({default!r})")
+
+    fill([])
+    return resp
+
+
+def _leaves(obj: object, path: tuple = ()) -> Iterator[tuple[tuple, object]]:
+    if isinstance(obj, dict):
+        for name, value in obj.items():
+            yield from _leaves(value, (*path, name))
+    elif isinstance(obj, list) and obj and isinstance(obj[0], dict):
+        for i, value in enumerate(obj):
+            yield from _leaves(value, (*path, i))
+    else:
+        yield path, obj
+
+
+@pytest.mark.parametrize("name", sorted(API_KEYS))
+def test_every_field_set_encodes_at_every_version(name: str) -> None:
+    key, min_version, max_version = API_KEYS[name]
+    resp = full_response(key)
+    default = bridge.normalize_response(key, {})
+    assert all(resp[field] != value for field, value in default.items()), name
+    for version in range(min_version, max_version + 1):
+        body = bridge.encode_response(key, version, resp)
+        assert isinstance(body, bytes) and body, (name, version)
+
+
+def test_sanitize_resets_to_struct_defaults_not_zero() -> None:
+    """Dropped fields take the struct's Default (e.g. -1), not the type's zero."""
+    resp = {
+        "responses": [
+            {
+                "name": "orders",
+                "topic_id": uuid.uuid4(),
+                "partition_responses": [
+                    {
+                        "index": 1,
+                        "base_offset": 42,
+                        "log_append_time_ms": 1000,
+                        "log_start_offset": 7,
+                        "error_message": "boom",
+                        "record_errors": [{"batch_index": 3, "batch_index_error_message": "x"}],
+                        "current_leader": {"leader_id": 2, "leader_epoch": 5},
+                    }
+                ],
+            }
+        ],
+        "throttle_time_ms": 9,
+        "node_endpoints": [{"node_id": 2, "host": "h", "port": 1, "rack": None}],
+    }
+    v3 = bridge.normalize_response(PRODUCE, resp, 3)
+    [topic] = v3["responses"]
+    assert topic["name"] == "orders" and topic["topic_id"] == uuid.UUID(int=0)
+    [part] = topic["partition_responses"]
+    assert (part["index"], part["base_offset"], part["log_append_time_ms"]) == (1, 42, 1000)
+    assert part["log_start_offset"] == -1 and part["error_message"] is None
+    assert part["record_errors"] == []
+    assert part["current_leader"] == {"leader_id": -1, "leader_epoch": -1}
+    assert v3["throttle_time_ms"] == 9 and v3["node_endpoints"] == []
+    v10 = bridge.normalize_response(PRODUCE, resp, 10)
+    assert v10["node_endpoints"] == resp["node_endpoints"]
+    [part] = v10["responses"][0]["partition_responses"]
+    assert part["current_leader"] == {"leader_id": 2, "leader_epoch": 5}
+    assert part["record_errors"] == [{"batch_index": 3, "batch_index_error_message": "x"}]
+    # The handler's own dict is untouched.
+    assert resp["responses"][0]["partition_responses"][0]["log_start_offset"] == 7
+
+
+def test_metadata_response_v1_with_topic_id_set() -> None:
+    response = {
+        "throttle_time_ms": 3,
+        "brokers": [{"node_id": 1, "host": "localhost", "port": 9092, "rack": "r1"}],
+        "cluster_id": "kafkars-cluster",
+        "controller_id": 1,
+        "cluster_authorized_operations": 123,
+        "error_code": 0,
+        "topics": [
+            {
+                "error_code": 0,
+                "name": "orders",
+                "topic_id": uuid.uuid4(),
+                "is_internal": True,
+                "topic_authorized_operations": 456,
+                "partitions": [
+                    {
+                        "partition_index": 0,
+                        "leader_id": 1,
+                        "leader_epoch": 4,
+                        "replica_nodes": [1, 2],
+                        "isr_nodes": [1],
+                        "offline_replicas": [2],
+                    },
+                    {"partition_index": 1, "leader_id": 2, "replica_nodes": [2], "isr_nodes": [2]},
+                ],
+            }
+        ],
+    }
+    for version in range(API_KEYS["Metadata"][1], API_KEYS["Metadata"][2] + 1):
+        body = bridge.encode_response(METADATA, version, response)
+        if version < MetadataResponse.valid_versions[0]:
+            continue
+        resp = MetadataResponse.decode(body, version=version)
+        assert [(b.node_id, b.host, b.port) for b in resp.brokers] == [(1, "localhost", 9092)]
+        [topic] = resp.topics
+        assert topic.name == "orders"
+        assert [
+            (p.partition_index, p.leader_id, list(p.replica_nodes)) for p in topic.partitions
+        ] == [
+            (0, 1, [1, 2]),
+            (1, 2, [2]),
+        ]
+        if version >= 1:
+            assert resp.controller_id == 1 and topic.is_internal is True
+            assert resp.brokers[0].rack == "r1"
+        if version >= 7:
+            assert topic.partitions[0].leader_epoch == 4
+        if version >= 10:
+            assert topic.topic_id == response["topics"][0]["topic_id"]
+        if 8 <= version <= 10:  # kafka-python: authorized_operations, as a set of bits
+            assert resp.authorized_operations == {i for i in range(32) if 123 >> i & 1}
+        if version >= 8:
+            assert topic.authorized_operations == {i for i in range(32) if 456 >> i & 1}
+
+
+@pytest.mark.parametrize("version", range(3, 14))
+def test_produce_response_keeps_present_fields(version: int) -> None:
+    topic_id = uuid.uuid4()
+    partition = {
+        "index": 2,
+        "error_code": 0,
+        "base_offset": 1234,
+        "log_append_time_ms": 99,
+        "log_start_offset": 17,
+        "record_errors": [{"batch_index": 0, "batch_index_error_message": "bad"}],
+        "error_message": "some dropped",
+        "current_leader": {"leader_id": 3, "leader_epoch": 8},
+    }
+    response = {
+        "responses": [{"name": "orders", "topic_id": topic_id, "partition_responses": [partition]}],
+        "throttle_time_ms": 5,
+    }
+    body = bridge.encode_response(PRODUCE, version, response)
+    resp = ProduceResponse.decode(body, version=version)
+    assert resp.throttle_time_ms == 5
+    [topic] = resp.responses
+    if version >= 13:
+        assert topic.topic_id == topic_id
+    else:
+        assert topic.name == "orders"
+    [part] = topic.partition_responses
+    assert (part.index, part.base_offset, part.log_append_time_ms) == (2, 1234, 99)
+    assert part.log_start_offset == (17 if version >= 5 else -1)
+    if version >= 8:
+        assert part.error_message == "some dropped"
+        assert [(e.batch_index, e.batch_index_error_message) for e in part.record_errors] == [
+            (0, "bad")
+        ]
+    if version >= 10:
+        assert (part.current_leader.leader_id, part.current_leader.leader_epoch) == (3, 8)
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+
+
+def _schema_versions(spec: str) -> range:
+    if spec == "none":
+        return range(0)
+    lo, _, hi = spec.partition("-")
+    if spec.endswith("+"):
+        return range(int(spec[:-1]), 1 << 15)
+    return range(int(lo), int(hi or lo) + 1)
+
+
+def _plain(value: object) -> object:
+    return value.to_bytes() if isinstance(value, RecordSet) else value
+
+
+def test_kept_fields_match_kafkas_message_schemas() -> None:
+    """What the generator read off kafka-protocol's encoders agrees with the
+    `versions` of every field in Kafka's JSON schemas (as shipped by kafka-python)."""
+    compared, skipped = 0, set()
+    for cls in _kafka_python_messages("response"):
+        resp = full_response(cls.API_KEY)
+        full = bridge.normalize_response(cls.API_KEY, resp)
+        for version in _common_versions(cls):
+            kept = bridge.normalize_response(cls.API_KEY, resp, version)
+
+            def check(
+                fields: list[dict], ours_full: dict, ours_kept: dict, where: str, version: int
+            ) -> None:
+                nonlocal compared
+                for field in fields:
+                    name = _snake(field["name"])
+                    if name not in ours_full:  # kafka-protocol spells a few differently
+                        skipped.add(f"{where}.{name}")
+                        continue
+                    present = version in _schema_versions(field["versions"])
+                    full_value, kept_value = ours_full[name], ours_kept[name]
+                    context = (f"{where}.{name}", version)
+                    if not present:
+                        assert _plain(kept_value) != _plain(full_value), context
+                    elif "fields" in field and isinstance(full_value, list):
+                        assert len(kept_value) == len(full_value) == 1, context
+                        check(field["fields"], full_value[0], kept_value[0], context[0], version)
+                    elif "fields" in field and isinstance(full_value, dict):
+                        check(field["fields"], full_value, kept_value, context[0], version)
+                    else:
+                        assert _plain(kept_value) == _plain(full_value), context
+                    compared += 1
+
+            check(cls.json["fields"], full, kept, cls.json["name"], version)
+    assert compared > 2000
+    assert len(skipped) < 10, sorted(skipped)

@@ -6,12 +6,21 @@ kafka-protocol's message modules are themselves generated and very regular: one
 with regular expressions and emit, for every struct, `ToPy` (struct -> dict) and
 `FromPy` (dict -> struct) impls, plus the `RequestKind`/`ResponseKind` dispatch.
 
+Every struct reachable from a response also gets a `ForVersion` impl that resets to
+its `Default` each field the negotiated version cannot carry, so handlers can fill in
+every field and `encode_response` drops what the version lacks (as Kafka's own
+serialisation does for ignorable fields) instead of kafka-protocol refusing with "A
+field is set that is not available on the selected protocol version". The versions
+at which a field exists are read off kafka-protocol's `impl Encodable` bodies (see
+`parse_encode_body`).
+
 Usage (from anywhere inside the repository):
 
     python3 rust/kafkars-python/gen/gen_protocol_bridge.py
 
-Stdlib only. Fails loudly on any field type it does not know, so a kafka-protocol
-upgrade cannot silently drop fields.
+Stdlib only. Fails loudly on any field type, and any statement or condition in an
+`encode` body, it does not know, so a kafka-protocol upgrade cannot silently drop
+fields or version rules.
 """
 
 from __future__ import annotations
@@ -59,6 +68,10 @@ class Struct:
     module: str
     name: str
     fields: list[Field]
+    # Filled from the `impl Encodable` body: the versions `encode` accepts, and per
+    # field the versions at which it is written (tagged or not).
+    valid: frozenset[int] = frozenset()
+    present: dict[str, frozenset[int]] | None = None
 
     @property
     def path(self) -> str:
@@ -116,6 +129,214 @@ def parse_structs(src: Path, newtypes: set[str]) -> list[Struct]:
                 fields.append(Field(fname, fty, is_records))
             structs.append(Struct(module, name, fields))
     return structs
+
+
+# ---------------------------------------------------------------------------
+# Field versions, from kafka-protocol's `impl Encodable for X { fn encode(..) }`.
+#
+# The bodies are a tree of `if <cond> { .. } else { .. }` around statements. We parse
+# that tree (after masking string literals and `types::{Struct,OptionStruct} { version }`,
+# the only braces that are not blocks) and walk it with the set of versions that can reach each
+# point: a version condition splits the set between its branches, an `if` on a
+# version whose branch only `bail!`s removes those versions from what follows (that is
+# how the supported range is checked), and an `if` on a field's value (tagged-field
+# presence, or the "field is set" rejection in an `else`) keeps the set. A field exists
+# at the versions that reach a `<type>.encode(buf, &self.field)` for it. Anything not
+# in the small vocabulary below is an error, never skipped.
+
+ENCODE_IMPL_RE = re.compile(
+    r"^impl Encodable for (\w+) \{\n"
+    r"    fn encode<B: ByteBufMut>\(&self, buf: &mut B, version: i16\) -> Result<\(\)> \{\n"
+    r"(.*?)\n    \}\n    fn compute_size\(",
+    re.M | re.S,
+)
+VERSION_DOMAIN = frozenset(range(0, 128))  # i16 in principle; kafka stays far below
+VERSION_COND_RE = re.compile(r"(?:version|\d+|[<>=!]=|[<>]|&&|\|\||[()]|\s)+")
+FIELD_ENCODE_RE = re.compile(r"types::[\w:()]+ ?\.encode\(buf, &self\.(\w+)\)\?")
+FIELD_REF_RE = re.compile(r"\bself\s*\.\s*(\w+)")
+# Statements that write no field, or write only the tagged-field bookkeeping.
+NEUTRAL_STMTS = [
+    re.compile(r"(let (mut )?)?num_tagged_fields = self\.unknown_tagged_fields\.len\(\)"),
+    re.compile(r"num_tagged_fields \+= 1"),
+    re.compile(r"types::UnsignedVarInt\.encode\(buf, (num_tagged_fields|computed_size) as u32\)\?"),
+    re.compile(r"types::UnsignedVarInt\.encode\(buf, \d+\)\?"),  # a tag number
+    re.compile(r"let computed_size = .*\.compute_size\(&self\.\w+\)\?"),
+    re.compile(r"write_unknown_tagged_fields\(buf, \d+\.\., &self\.unknown_tagged_fields\)\?"),
+    re.compile(r"bail!\(.*\)"),
+    re.compile(r"Ok\(\(\)\)"),
+]
+SIZE_GUARD_RE = re.compile(r"(num_tagged_fields|computed_size) > std::u32::MAX as usize")
+
+
+NEVER_WRITTEN: list[str] = []  # reported by main()
+
+
+class EncodeShapeError(Exception):
+    pass
+
+
+def _tokenize(body: str) -> list[str]:
+    body = re.sub(r'"(?:[^"\\]|\\.)*"', '"…"', body)  # "({} fields)" is no block
+    body = re.sub(r"types::(Struct|OptionStruct) \{ version \}", r"types::\1(version)", body)
+    parts = re.split(r"([{};])", body)
+    return [" ".join(p.split()) for p in parts]
+
+
+def _parse_block(tokens: list[str], i: int, top: bool) -> tuple[list, int]:
+    """Items until the matching `}` (or the end at top level). tokens alternate
+    text, delimiter, text, delimiter, ..."""
+    items: list = []
+    while True:
+        if i >= len(tokens):
+            if not top:
+                raise EncodeShapeError("unbalanced braces")
+            return items, i
+        text = tokens[i]
+        delim = tokens[i + 1] if i + 1 < len(tokens) else None
+        if delim is None:
+            if text:
+                items.append(("stmt", text))
+            return items, i + 1
+        if delim == ";":
+            items.append(("stmt", text))
+            i += 2
+        elif delim == "}":
+            if text:  # trailing expression (`Ok(())`)
+                items.append(("stmt", text))
+            if top:
+                raise EncodeShapeError("unbalanced braces")
+            return items, i + 2
+        elif delim == "{":
+            if not text.startswith("if "):
+                raise EncodeShapeError(f"block opened by {text!r}")
+            item, i = _parse_if(tokens, i)
+            items.append(item)
+        else:  # pragma: no cover
+            raise AssertionError(delim)
+
+
+def _parse_if(tokens: list[str], i: int) -> tuple[tuple, int]:
+    """tokens[i] is `if COND` followed by `{`."""
+    cond = tokens[i].removeprefix("if ")
+    then, i = _parse_block(tokens, i + 2, top=False)
+    otherwise = None
+    if i + 1 < len(tokens) and tokens[i + 1] == "{":
+        if tokens[i] == "else":
+            otherwise, i = _parse_block(tokens, i + 2, top=False)
+        elif tokens[i].startswith("else if "):
+            tokens[i] = tokens[i].removeprefix("else ")
+            nested, i = _parse_if(tokens, i)
+            otherwise = [nested]
+    return ("if", cond, then, otherwise), i
+
+
+def _version_split(cond: str, versions: frozenset[int]) -> tuple[frozenset[int], frozenset[int]]:
+    """Split `versions` by a condition on `version` alone."""
+    expr = cond.replace("&&", " and ").replace("||", " or ")
+    if re.search(r"!(?!=)", expr):
+        raise EncodeShapeError(f"negated version condition {cond!r}")
+    try:
+        taken = frozenset(v for v in versions if eval(expr, {"__builtins__": {}}, {"version": v}))
+    except Exception as err:
+        raise EncodeShapeError(f"version condition {cond!r}: {err}") from None
+    return taken, versions - taken
+
+
+def _only_bails(items: list) -> bool:
+    return bool(items) and all(k == "stmt" and t.startswith("bail!(") for k, t, *_ in items)
+
+
+def _walk(items: list, versions: frozenset[int], written: dict[str, set[int]]) -> frozenset[int]:
+    """Record field writes; return the versions that fall through the block."""
+    for item in items:
+        if item[0] == "stmt":
+            text = item[1]
+            m = FIELD_ENCODE_RE.fullmatch(text)
+            if m:
+                written.setdefault(m.group(1), set()).update(versions)
+            elif not any(r.fullmatch(text) for r in NEUTRAL_STMTS):
+                raise EncodeShapeError(f"unknown statement {text!r}")
+            elif text.startswith("bail!("):
+                versions = frozenset()  # nothing gets past a bail
+            continue
+        _, cond, then, otherwise = item
+        if SIZE_GUARD_RE.fullmatch(cond):
+            if otherwise is not None or not _only_bails(then):
+                raise EncodeShapeError(f"size guard with more than a bail: {cond!r}")
+            continue
+        if "self" in cond:
+            # A value test: tagged-field presence (`&self.f != &Default::default()`,
+            # `!self.f.is_empty()`, `self.flag`, ...) or, inside an `else`, the
+            # "field is set that is not available" rejection. Either way it does not
+            # narrow the versions; writes under it count as the field being present.
+            if otherwise is not None:
+                raise EncodeShapeError(f"else after a value condition {cond!r}")
+            _walk(then, versions, written)
+            continue
+        if not VERSION_COND_RE.fullmatch(cond) or "version" not in cond:
+            raise EncodeShapeError(f"unknown condition {cond!r}")
+        taken, rest = _version_split(cond, versions)
+        out = _walk(then, taken, written)
+        if otherwise is not None:
+            out |= _walk(otherwise, rest, written)
+        else:
+            out |= rest
+        versions = out
+    return versions
+
+
+def parse_encode_body(body: str) -> tuple[frozenset[int], dict[str, frozenset[int]]]:
+    """(versions `encode` accepts, {field: versions at which it is written})."""
+    tokens = _tokenize(body)
+    items, _ = _parse_block(tokens, 0, top=True)
+    first = items[0] if items else None
+    if not (
+        first
+        and first[0] == "if"
+        and "self" not in first[1]
+        and first[3] is None
+        and _only_bails(first[2])
+    ):
+        raise EncodeShapeError("encode does not start with its supported-version check")
+    written: dict[str, set[int]] = {}
+    valid = _walk([first], VERSION_DOMAIN, written)
+    if not valid or written:
+        raise EncodeShapeError("bad supported-version check")
+    _walk(items[1:], valid, written)
+    return valid, {f: frozenset(v) for f, v in written.items()}
+
+
+def attach_versions(src: Path, structs: list[Struct]) -> None:
+    by_key = {(s.module, s.name): s for s in structs}
+    for path in sorted((src / "messages").glob("*.rs")):
+        module = path.stem
+        text = path.read_text()
+        impls = ENCODE_IMPL_RE.findall(text)
+        if len(impls) != text.count("\nimpl Encodable for "):
+            sys.exit(f"gen_protocol_bridge: an `impl Encodable` in {path.name} has a new shape")
+        for name, body in impls:
+            s = by_key.get((module, name))
+            where = f"{module}::{name}"
+            if s is None:
+                sys.exit(f"gen_protocol_bridge: Encodable for unknown struct {where}")
+            try:
+                s.valid, written = parse_encode_body(body)
+            except EncodeShapeError as err:
+                sys.exit(f"gen_protocol_bridge: cannot read {where}::encode: {err}")
+            names = {f.name for f in s.fields}
+            # Every field reference in the body must be a field we know.
+            refs = set(FIELD_REF_RE.findall(body)) - {"unknown_tagged_fields"}
+            if refs - names:
+                unknown = sorted(refs - names)
+                sys.exit(f"gen_protocol_bridge: {where}::encode uses unknown fields {unknown}")
+            s.present = {f.name: frozenset(written.get(f.name, ())) & s.valid for f in s.fields}
+            # A field `encode` never mentions belongs to versions past those kafka-protocol
+            # encodes (e.g. InitProducerIdRequest.enable_2_pc, v6+): always dropped.
+            for f in s.fields:
+                if not s.present[f.name] and f.name in refs:
+                    sys.exit(f"gen_protocol_bridge: {where}::encode never writes {f.name}")
+                if not s.present[f.name]:
+                    NEVER_WRITTEN.append(f"{where}.{f.name}")
 
 
 def parse_enum(text: str, enum: str) -> list[tuple[str, str]]:
@@ -178,6 +399,126 @@ impl FromPy for {s.path} {{
 """
 
 
+def version_cond(versions: frozenset[int], valid: frozenset[int]) -> str:
+    """A Rust condition on `version` true for `versions`, for any version in `valid`
+    (outside `valid`, `encode` bails anyway, so the ends may stay open)."""
+    assert versions <= valid and valid
+    if versions == valid:
+        return "true"
+    if not versions:
+        return "false"
+    lo, hi = min(valid), max(valid)
+    vs = sorted(versions)
+    runs, start = [], vs[0]
+    for a, b in zip(vs, [*vs[1:], None], strict=True):
+        if b != a + 1:
+            runs.append((start, a))
+            start = b
+    conds = []
+    for a, b in runs:
+        if a <= lo:
+            conds.append(f"version <= {b}")
+        elif b >= hi:
+            conds.append(f"version >= {a}")
+        elif a == b:
+            conds.append(f"version == {a}")
+        else:
+            conds.append(f"({a}..={b}).contains(&version)")
+    return " || ".join(conds)
+
+
+def nested_struct(ty: str, local: set[str]) -> tuple[str, str] | None:
+    """(how to reach the nested structs, struct name) for struct-valued fields."""
+    for pattern, shape in (
+        (r"(\w+)", "one"),
+        (r"Option<(\w+)>", "option"),
+        (r"Vec<(\w+)>", "vec"),
+        (r"Option<Vec<(\w+)>>", "option_vec"),
+    ):
+        m = re.fullmatch(pattern, ty)
+        if m and m.group(1) in local:
+            return shape, m.group(1)
+    if re.search(r"\b(" + "|".join(map(re.escape, local)) + r")\b", ty) if local else False:
+        sys.exit(f"gen_protocol_bridge: no ForVersion recursion for field type {ty}")
+    return None
+
+
+def response_structs(structs: list[Struct], responses) -> list[Struct]:
+    """Every struct reachable from a ResponseKind payload, in `structs` order."""
+    by_key = {(s.module, s.name): s for s in structs}
+    local = {}
+    for s in structs:
+        local.setdefault(s.module, set()).add(s.name)
+    top = {s.name: s for s in structs if s.name in {ty for _, ty in responses}}
+    seen: set[tuple[str, str]] = set()
+    stack = [(top[ty].module, ty) for _, ty in responses]
+    while stack:
+        key = stack.pop()
+        if key in seen:
+            continue
+        seen.add(key)
+        for f in by_key[key].fields:
+            nested = nested_struct(f.ty, local[key[0]])
+            if nested:
+                stack.append((key[0], nested[1]))
+    return [s for s in structs if (s.module, s.name) in seen]
+
+
+def when(cond: str, stmt: str, block: bool = False) -> str:
+    if cond == "true":
+        return f"{{\n{stmt}\n}}" if block else stmt
+    return f"if {cond} {{\n{stmt}\n}}"
+
+
+def emit_for_version(s: Struct, local: set[str]) -> str:
+    if s.present is None:
+        sys.exit(f"gen_protocol_bridge: no Encodable impl parsed for {s.module}::{s.name}")
+    drops = []  # (field, condition under which it is reset)
+    recurse = []
+    absent_anywhere: set[int] = set()
+    for f in s.fields:
+        present = s.present[f.name]
+        absent = s.valid - present
+        if absent:
+            drops.append((f.name, version_cond(absent, s.valid)))
+            absent_anywhere |= absent
+        nested = nested_struct(f.ty, local)
+        if nested:
+            cond = version_cond(present, s.valid)
+            shape = nested[0]
+            if shape == "one":
+                stmt = f"self.{f.name}.retain_version(version);"
+            elif shape == "option":
+                stmt = f"if let Some(x) = &mut self.{f.name} {{ x.retain_version(version); }}"
+            elif shape == "vec":
+                stmt = f"for x in &mut self.{f.name} {{ x.retain_version(version); }}"
+            else:
+                stmt = (
+                    f"for x in self.{f.name}.iter_mut().flatten() {{ x.retain_version(version); }}"
+                )
+            if cond != "false":
+                recurse.append(when(cond, stmt))
+    lines = []
+    if len(drops) == 1:
+        name, cond = drops[0]
+        lines.append(when(cond, f"self.{name} = Self::default().{name};"))
+    elif drops:
+        # Build the default only at versions that drop something (usually not the newest).
+        inner = "\n".join(when(cond, f"self.{name} = d.{name};") for name, cond in drops)
+        any_cond = version_cond(frozenset(absent_anywhere), s.valid)
+        lines.append(when(any_cond, f"let d = Self::default();\n{inner}", block=True))
+    lines.extend(recurse)
+    arg = "version" if lines else "_version"
+    body = "\n".join(lines)
+    return f"""
+impl ForVersion for {s.path} {{
+    fn retain_version(&mut self, {arg}: i16) {{
+{body}
+    }}
+}}
+"""
+
+
 def emit_dispatch(requests, responses, api_keys) -> str:
     req_arms = "\n".join(f"        RequestKind::{v}(x) => x.to_py(py)," for v, _ in requests)
     resp_to_arms = "\n".join(f"        ResponseKind::{v}(x) => x.to_py(py)," for v, _ in responses)
@@ -190,6 +531,9 @@ def emit_dispatch(requests, responses, api_keys) -> str:
     )
     enc_arms = "\n".join(
         f"        ResponseKind::{v}(x) => Encodable::encode(x, buf, version)," for v, _ in responses
+    )
+    sanitize_arms = "\n".join(
+        f"        ResponseKind::{v}(x) => x.retain_version(version)," for v, _ in responses
     )
     name_arms = "\n".join(f'        ApiKey::{k} => "{k}",' for k in api_keys)
     req_types, resp_types = dict(requests), dict(responses)
@@ -232,14 +576,27 @@ pub(crate) fn response_from_py(api_key: ApiKey, obj: &Bound<'_, PyAny>) -> PyRes
     }})
 }}
 
+/// Reset to their defaults the fields (at any depth) that `version` of the response
+/// cannot carry; see `ForVersion`.
+pub(crate) fn sanitize_response(resp: &mut ResponseKind, version: i16) {{
+    match resp {{
+{sanitize_arms}
+        // Unknown kinds fail in `encode_response`.
+        _ => {{}}
+    }}
+}}
+
 /// Encode a response body into any `ByteBufMut` (`ResponseKind::encode` only takes
-/// `BytesMut`; the network layer writes into its own buffers).
+/// `BytesMut`; the network layer writes into its own buffers). Fields `version` does
+/// not have are dropped first (`sanitize_response`), so handlers need not know which
+/// version they answer.
 pub(crate) fn encode_response<B: ByteBufMut>(
-    resp: &ResponseKind,
+    mut resp: ResponseKind,
     version: i16,
     buf: &mut B,
 ) -> anyhow::Result<()> {{
-    match resp {{
+    sanitize_response(&mut resp, version);
+    match &resp {{
 {enc_arms}
         _ => anyhow::bail!(UNKNOWN_KIND),
     }}
@@ -272,12 +629,13 @@ pub(crate) fn api_key_name(api_key: ApiKey) -> &'static str {{
 
 HEADER = """\
 // @generated by rust/kafkars-python/gen/gen_protocol_bridge.py from kafka-protocol {version}.
-// Do not edit. Regenerate with:
-//     python3 rust/kafkars-python/gen/gen_protocol_bridge.py && cargo fmt -p kafkars-python
+// Do not edit. Regenerate with (it runs rustfmt on this file itself):
+//     python3 rust/kafkars-python/gen/gen_protocol_bridge.py
 //
 // One `ToPy` (struct -> dict) and one `FromPy` (dict -> struct) impl per message struct,
-// plus the RequestKind / ResponseKind dispatch. Leaf types live in `types.rs`,
-// record fields in `records.rs`.
+// a `ForVersion` impl per struct a response can contain (field versions read off
+// kafka-protocol's `encode` bodies), plus the RequestKind / ResponseKind dispatch.
+// Leaf types live in `types.rs`, record fields in `records.rs`.
 
 use kafka_protocol as kp;
 use kafka_protocol::messages::{{ApiKey, RequestKind, ResponseKind}};
@@ -289,7 +647,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use super::records;
-use super::{{FromPy, ToPy, for_each_field}};
+use super::{{ForVersion, FromPy, ToPy, for_each_field}};
 """
 
 
@@ -298,6 +656,7 @@ def main() -> None:
     messages_rs = (src / "messages.rs").read_text()
     newtypes = {name for name, _inner in NEWTYPE_RE.findall(messages_rs)}
     structs = parse_structs(src, newtypes)
+    attach_versions(src, structs)
     requests = parse_enum(messages_rs, "RequestKind")
     responses = parse_enum(messages_rs, "ResponseKind")
     api_keys = parse_api_keys(messages_rs)
@@ -308,11 +667,19 @@ def main() -> None:
     out = [HEADER.format(version=version)]
     out.append(emit_dispatch(requests, responses, api_keys))
     out.extend(emit_struct(s) for s in structs)
+    local: dict[str, set[str]] = {}
+    for s in structs:
+        local.setdefault(s.module, set()).add(s.name)
+    sanitized = response_structs(structs, responses)
+    out.extend(emit_for_version(s, local[s.module]) for s in sanitized)
     OUTPUT.write_text("".join(out))
     subprocess.run(["rustfmt", "--edition", "2024", str(OUTPUT)], check=False)
+    if NEVER_WRITTEN:
+        print("fields no encodable version writes:", ", ".join(NEVER_WRITTEN))
     print(
         f"wrote {OUTPUT.relative_to(CRATE_DIR.parent.parent)}: {len(structs)} structs, "
-        f"{len(requests)} requests, {len(responses)} responses, {len(api_keys)} api keys"
+        f"{len(requests)} requests, {len(responses)} responses, {len(api_keys)} api keys, "
+        f"{len(sanitized)} ForVersion impls"
     )
 
 

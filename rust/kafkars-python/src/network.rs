@@ -83,7 +83,7 @@ impl PyRequest {
         let header_version = self.response_header_version;
         let send = py.detach(|| {
             let mut buf = SpliceBuf::new(regions);
-            protocol::encode_response(&kind, version, &mut buf)
+            protocol::encode_response(kind, version, &mut buf)
                 .map(|()| ResponseSend::new(correlation_id, header_version, buf.into_chunks()))
         });
         match send {

@@ -21,13 +21,25 @@ mod types;
 #[allow(unused_imports)] // the server layer uses what the test functions here do not
 pub(crate) use generated::{
     api_key_name, encode_response, request_to_py, response_from_py, response_to_py,
-    supported_versions,
+    sanitize_response, supported_versions,
 };
 pub(crate) use records::RecordSet;
 
 /// Rust value → plain Python data.
 pub(crate) trait ToPy {
     fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>>;
+}
+
+/// Drop what a protocol version cannot carry. Generated for every struct a response
+/// can contain: resets to its `Default` value each field that does not exist at
+/// `version` (kafka-protocol's `encode` refuses a non-default value there: "A field
+/// is set that is not available on the selected protocol version") and recurses into
+/// the nested structs of the fields that do. This is what Kafka's own serialisation
+/// does with ignorable fields, and it lets handlers fill every field whatever version
+/// they answer. The field versions are read off kafka-protocol's `encode` bodies by
+/// `gen/gen_protocol_bridge.py`.
+pub(crate) trait ForVersion {
+    fn retain_version(&mut self, version: i16);
 }
 
 /// Plain Python data → Rust value. Structs come from a dict (or any Mapping): keys
@@ -135,20 +147,27 @@ fn encode_response_body<'py>(
 ) -> PyResult<Bound<'py, PyBytes>> {
     let response = response_from_py(self::api_key(api_key)?, response)?;
     let mut buf = BytesMut::new();
-    encode_response(&response, api_version, &mut buf)
+    encode_response(response, api_version, &mut buf)
         .map_err(|err| PyValueError::new_err(format!("{err:#}")))?;
     Ok(PyBytes::new(py, &buf))
 }
 
 /// The response dict as the broker would see it after conversion: validated, with
-/// every default filled in. For tests.
+/// every default filled in and, given a `version`, the fields that version cannot
+/// carry reset to their defaults (what `encode_response` sends). For tests.
 #[pyfunction]
+#[pyo3(signature = (api_key, response, version=None))]
 fn normalize_response<'py>(
     py: Python<'py>,
     api_key: i16,
     response: &Bound<'py, PyAny>,
+    version: Option<i16>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    response_to_py(py, &response_from_py(self::api_key(api_key)?, response)?)
+    let mut response = response_from_py(self::api_key(api_key)?, response)?;
+    if let Some(version) = version {
+        sanitize_response(&mut response, version);
+    }
+    response_to_py(py, &response)
 }
 
 /// `{name: (api_key, min_version, max_version)}` for every API kafka-protocol knows;
