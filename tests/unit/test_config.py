@@ -607,3 +607,26 @@ def test_store_rejects_bad_names_and_files(tmp_path: Path) -> None:
     (tmp_path / "topics" / "bad.json").write_text("[1, 2]")
     with pytest.raises(ConfigException, match="not a JSON object"):
         ConfigStore(tmp_path)
+
+
+def test_describe_lists_the_full_kafka_key_set_but_not_internal_keys() -> None:
+    names = {e.name for e in describe_broker(KafkaConfig.from_dict({}))}
+    assert {"sasl.kerberos.kinit.cmd", "delegation.token.max.lifetime.ms", "log.dir"} <= names
+    assert not {"unstable.api.versions.enable", "log.initial.task.delay.ms"} & names
+    assert len(names) > 250
+
+
+def test_embedded_broker_style_config() -> None:
+    config = KafkaConfig.from_dict(
+        {
+            "listeners": "PLAINTEXT://127.0.0.1:0",
+            "log.dirs": "/tmp/x",
+            "offsets.topic.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+        }
+    )
+    assert config.listeners == [Endpoint("PLAINTEXT", "PLAINTEXT", "127.0.0.1", 0)]
+    assert config.get("offsets.topic.replication.factor") == 1
+    assert config.zookeeper_connection_timeout_ms == 18000
+    props = KafkaConfig.from_properties_string("broker.id=4\n", {"broker.rack": "r1"})
+    assert (props.broker_id, props.get("broker.rack")) == (4, "r1")

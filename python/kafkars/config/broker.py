@@ -294,6 +294,10 @@ class KafkaConfig:
         cpl = v["control.plane.listener.name"]
         self.control_plane_listener_name: str | None = cpl.strip().upper() if cpl else None
         self.zookeeper_connect: str | None = v["zookeeper.connect"]
+        zk_timeout = v["zookeeper.connection.timeout.ms"]
+        self.zookeeper_connection_timeout_ms: int = (
+            zk_timeout if zk_timeout is not None else v["zookeeper.session.timeout.ms"]
+        )
         self.max_connections_per_ip_overrides: dict[str, int] = _parse_ip_overrides(
             v["max.connections.per.ip.overrides"]
         )
