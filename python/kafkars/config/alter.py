@@ -59,7 +59,10 @@ def validate_alter(
     ``per_broker`` is False when a broker resource has the empty name (cluster default).
     Raises ConfigException whose ``error_code`` is INVALID_CONFIG or INVALID_REQUEST.
     """
-    rt = ResourceType(resource_type) if resource_type in ResourceType._value2member_map_ else None
+    try:
+        rt: ResourceType | None = ResourceType(resource_type)
+    except ValueError:
+        rt = None
     if rt is ResourceType.TOPIC:
         if name not in TOPIC_CONFIG_DEF:
             raise ConfigException(f"Unknown topic config name: {name}", name=name)
