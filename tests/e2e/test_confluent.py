@@ -66,9 +66,8 @@ def consume_all(bootstrap: str, topic: str, partitions: int, expected: int) -> l
 @pytest.mark.parametrize("codec", CODECS)
 def test_produce_and_consume_every_codec(broker: Broker, topic: str, codec: str) -> None:
     n, partitions = 20000, 4
-    AdminClient({"bootstrap.servers": broker.bootstrap_servers}).create_topics(
-        [NewTopic(topic, partitions, 1)]
-    )[topic].result(10)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(10)
     produce(broker.bootstrap_servers, topic, n, codec, partitions)
     messages = consume_all(broker.bootstrap_servers, topic, partitions, n)
     assert len(messages) == n

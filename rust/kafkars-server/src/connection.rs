@@ -8,7 +8,7 @@ use bytes::{Buf, BufMut, BytesMut};
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::sync::{Notify, mpsc, oneshot, watch};
+use tokio::sync::{Notify, Semaphore, mpsc, oneshot, watch};
 use tokio::time::{Instant as Deadline, sleep_until};
 use tracing::debug;
 
@@ -110,6 +110,8 @@ impl ConnectionHandler {
     ) -> Result<(), String> {
         let idle = self.config.connections_max_idle;
         let mut deadline = Deadline::now() + idle;
+        // One request in processing at a time (Kafka mutes the channel the same way).
+        let processing = Arc::new(Semaphore::new(1));
         loop {
             let frame = tokio::select! {
                 _ = self.shutdown.changed() => return Ok(()),
@@ -143,6 +145,13 @@ impl ConnectionHandler {
                     .map_err(|_| "writer gone")?;
                 continue;
             }
+            // Wait until the previous request is answered before handing this one over.
+            let permit = tokio::select! {
+                permit = Arc::clone(&processing).acquire_owned() => {
+                    permit.map_err(|_| "connection closed")?
+                }
+                _ = closed.notified() => return Ok(()),
+            };
             let (tx, rx) = oneshot::channel();
             pending
                 .send(Pending::Waiting(rx))
@@ -153,7 +162,10 @@ impl ConnectionHandler {
                 header,
                 body,
                 received_at: Instant::now(),
-                responder: Responder(tx),
+                responder: Responder {
+                    sender: tx,
+                    _permit: permit,
+                },
             };
             // Waits while the request channel is full: back-pressure, never a drop.
             self.requests

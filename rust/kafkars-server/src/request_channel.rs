@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use tokio::sync::oneshot;
+use tokio::sync::{OwnedSemaphorePermit, oneshot};
 
 use crate::frame::RequestHeader;
 
@@ -34,13 +34,20 @@ pub struct Request {
 
 /// The one-shot way back to the connection that read the request. Dropping it without
 /// answering closes that connection, so a lost request never leaves a client hanging.
+///
+/// It also holds the connection's processing permit: like Kafka's muted channel, the
+/// connection reads its next request only once this one is answered, so requests from
+/// one client (say, produce requests for one partition) are handled in the order sent.
 #[derive(Debug)]
-pub struct Responder(pub(crate) oneshot::Sender<Response>);
+pub struct Responder {
+    pub(crate) sender: oneshot::Sender<Response>,
+    pub(crate) _permit: OwnedSemaphorePermit,
+}
 
 impl Responder {
     /// Hands the response to the connection; false if the connection is already gone.
     pub fn send(self, response: Response) -> bool {
-        self.0.send(response).is_ok()
+        self.sender.send(response).is_ok()
     }
 }
 
