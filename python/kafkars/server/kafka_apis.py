@@ -9,7 +9,16 @@ from typing import TYPE_CHECKING, Any
 
 from kafkars import _core
 from kafkars.server.api_keys import ApiKey, advertised_versions
-from kafkars.server.apis import cluster, fetch, list_offsets, metadata, produce, topics, versions
+from kafkars.server.apis import (
+    cluster,
+    configs,
+    fetch,
+    list_offsets,
+    metadata,
+    produce,
+    topics,
+    versions,
+)
 
 if TYPE_CHECKING:
     from kafkars.server.kafka_server import KafkaServer
@@ -30,6 +39,9 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.CREATE_PARTITIONS: topics.handle_create_partitions,
     ApiKey.DESCRIBE_LOG_DIRS: cluster.handle_describe_log_dirs,
     ApiKey.INIT_PRODUCER_ID: cluster.handle_init_producer_id,
+    ApiKey.DESCRIBE_CONFIGS: configs.handle_describe_configs,
+    ApiKey.ALTER_CONFIGS: configs.handle_alter_configs,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: configs.handle_incremental_alter_configs,
 }
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkars import _core
-from kafkars.config import KafkaConfig, LogConfig
+from kafkars.config import ConfigStore, KafkaConfig, LogConfig, describe_topic
 from kafkars.log import read_properties
 from kafkars.server.delayed_fetch import FetchPurgatory
 from kafkars.server.errors import Errors, KafkaError
@@ -25,6 +25,10 @@ from kafkars.server.metadata import MetadataStore, TopicMetadata
 from kafkars.server.replica_manager import ReplicaManager
 
 log = logging.getLogger("kafkars.server.KafkaServer")
+
+# Where dynamic broker configs are kept, inside the first log dir (a hidden directory,
+# so it is never taken for a partition).
+CONFIG_STORE_DIR = ".kafkars-config"
 
 
 def resolve_identity(dirs: list[str], configured_id: int, reserved_max_id: int) -> tuple[int, str]:
@@ -143,6 +147,12 @@ class KafkaServer:
             dirs, int(self.config.get("broker.id")), int(self.config.get("reserved.broker.max.id"))
         )
         self.metadata = MetadataStore(Path(dirs[0]))
+        # Dynamic broker configs (AlterConfigs on the broker resource) outrank the file.
+        self.config_store = ConfigStore(Path(dirs[0]) / CONFIG_STORE_DIR)
+        self.config = self.config.with_dynamic(
+            self.config_store.broker_configs(self.broker_id),
+            self.config_store.default_broker_configs(),
+        )
         self.log_manager = _core.LogManager(dirs, self.broker_id, self.cluster_id)
         report = self.log_manager.load_logs(
             int(self.config.get("num.recovery.threads.per.data.dir")),
@@ -215,6 +225,14 @@ class KafkaServer:
         host, port = bound.get(listener_name, ("127.0.0.1", 0))
         return host, port
 
+    def advertised_listeners_string(self) -> str:
+        """`advertised.listeners` as clients see it, with bound ports filled in."""
+        parts = []
+        for name, _, _, _ in self.bound_listeners:
+            host, port = self.advertised_endpoint(name)
+            parts.append(f"{name}://{host}:{port}")
+        return ",".join(parts)
+
     def shutdown(self) -> None:
         with self._shutdown_lock:
             if self._stopped.is_set():
@@ -265,6 +283,30 @@ class KafkaServer:
         self._become_leader(topic)
 
     def describe_topic_configs(self, name: str, overrides: dict[str, str]) -> list[Any]:
-        from kafkars.config import describe_topic
-
         return describe_topic(self.config, overrides)
+
+    def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
+        """Replaces a topic's overrides and applies them to its logs at once."""
+        self.metadata.set_configs(name, configs)
+        self.replica_manager.update_config(name, self.storage_config(configs))
+
+    @property
+    def dynamic_broker_configs(self) -> dict[str, str]:
+        return dict(self.config.dynamic_broker)
+
+    @property
+    def dynamic_default_configs(self) -> dict[str, str]:
+        return dict(self.config.dynamic_default)
+
+    def set_dynamic_broker_configs(self, configs: dict[str, str], *, per_broker: bool) -> None:
+        """Persists a dynamic layer, rebuilds the config and re-applies topic settings
+        (broker defaults such as log.retention.ms flow into every topic)."""
+        if per_broker:
+            new = self.config.with_dynamic(dynamic_broker=configs)
+            self.config_store.set_broker_configs(self.broker_id, configs)
+        else:
+            new = self.config.with_dynamic(dynamic_default=configs)
+            self.config_store.set_broker_configs(None, configs)
+        self.config = new
+        for topic in self.metadata.topics():
+            self.replica_manager.update_config(topic.name, self.storage_config(topic.configs))

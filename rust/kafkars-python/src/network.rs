@@ -124,8 +124,12 @@ impl PyRequest {
 
     fn __repr__(&self) -> String {
         format!(
-            "Request({:?} v{}, correlation_id={}, client_id={:?}, connection={})",
-            self.api, self.api_version, self.correlation_id, self.client_id, self.connection_id
+            "Request({:?} v{}, correlation_id={}, client_id={}, connection={})",
+            self.api,
+            self.api_version,
+            self.correlation_id,
+            self.client_id.as_deref().unwrap_or("null"),
+            self.connection_id
         )
     }
 }
@@ -134,10 +138,18 @@ fn log_handler_error(py: Python<'_>, request: &str, err: PyErr) {
     static LOGGER: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
     let logged = LOGGER
         .get_or_try_init(py, || {
-            Ok::<_, PyErr>(py.import("logging")?.call_method1("getLogger", ("kafkars.network",))?.unbind())
+            Ok::<_, PyErr>(
+                py.import("logging")?
+                    .call_method1("getLogger", ("kafkars.network",))?
+                    .unbind(),
+            )
         })
         .and_then(|logger| {
-            logger.call_method1(py, "error", ("handler failed for %s: %s", request, err.to_string()))
+            // With exc_info the traceback of the failing handler is logged too.
+            let exc_info = (err.get_type(py), err.value(py), err.traceback(py));
+            let kwargs = pyo3::types::PyDict::new(py);
+            kwargs.set_item("exc_info", exc_info)?;
+            logger.call_method(py, "error", ("handler failed for %s", request), Some(&kwargs))
         });
     if logged.is_err() {
         err.print(py);

@@ -245,6 +245,10 @@ impl LogManager {
                 continue;
             }
             let name = entry.file_name().to_string_lossy().into_owned();
+            // Hidden dirs hold broker state that is not a log (kafkars' dynamic configs).
+            if name.starts_with('.') {
+                continue;
+            }
             if name.ends_with(DELETE_DIR_SUFFIX) {
                 fs::remove_dir_all(entry.path()).at(&entry.path())?;
                 lock(report).deleted_dirs.push(entry.path());

@@ -1,0 +1,201 @@
+"""DescribeConfigs, AlterConfigs and IncrementalAlterConfigs.
+
+Topic overrides live with the topic metadata; dynamic broker configs (per broker and
+cluster default) in the ConfigStore. Both survive restarts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+from kafkars.config import (
+    ConfigException,
+    ResourceType,
+    apply_alter_ops,
+    describe_broker,
+    describe_topic,
+    validate_alter_configs,
+)
+from kafkars.server.errors import Errors, KafkaError
+
+if TYPE_CHECKING:
+    from kafkars.server.kafka_server import KafkaServer
+
+
+def _entry(e: Any, include_synonyms: bool, include_documentation: bool) -> dict[str, Any]:
+    return {
+        "name": e.name,
+        "value": e.value,
+        "read_only": e.read_only,
+        "config_source": int(e.source),
+        "is_sensitive": e.is_sensitive,
+        "synonyms": [
+            {"name": s.name, "value": s.value, "source": int(s.source)} for s in e.synonyms
+        ]
+        if include_synonyms
+        else [],
+        "config_type": int(e.config_type),
+        "documentation": e.documentation if include_documentation else None,
+    }
+
+
+def _broker_scope(server: KafkaServer, name: str) -> bool:
+    """True for this broker's own resource, False for the cluster default (empty name)."""
+    if name == "":
+        return False
+    if name != str(server.broker_id):
+        raise KafkaError(
+            Errors.INVALID_REQUEST,
+            f"Unexpected broker id, expected {server.broker_id} or empty string, but received "
+            f"{name}",
+        )
+    return True
+
+
+def _describe(server: KafkaServer, r: dict[str, Any], body: dict[str, Any]) -> list[Any]:
+    keys = r["configuration_keys"]
+    rtype = r["resource_type"]
+    synonyms = body.get("include_synonyms", False)
+    docs = body.get("include_documentation", False)
+    if rtype == ResourceType.TOPIC:
+        topic = server.metadata.get(r["resource_name"])
+        if topic is None:
+            raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION)
+        return describe_topic(
+            server.config,
+            topic.configs,
+            keys=keys,
+            include_synonyms=synonyms,
+            include_documentation=docs,
+        )
+    if rtype == ResourceType.BROKER:
+        per_broker = _broker_scope(server, r["resource_name"])
+        entries = describe_broker(
+            server.config,
+            server.dynamic_broker_configs,
+            dynamic_default=server.dynamic_default_configs,
+            keys=keys,
+            include_synonyms=synonyms,
+            include_documentation=docs,
+            per_broker=per_broker,
+        )
+        # Unset, advertised.listeners means the listeners as bound; show what clients
+        # are actually told (clients read this to find the broker).
+        return [
+            dataclasses.replace(e, value=server.advertised_listeners_string())
+            if e.name == "advertised.listeners" and e.value is None and per_broker
+            else e
+            for e in entries
+        ]
+    if rtype == ResourceType.BROKER_LOGGER:
+        _broker_scope(server, r["resource_name"])
+        return []
+    raise KafkaError(Errors.INVALID_REQUEST, f"Unsupported resource type {rtype}")
+
+
+def handle_describe_configs(server: KafkaServer, request: Any) -> dict[str, Any]:
+    body = request.body
+    results = []
+    for r in body["resources"]:
+        result: dict[str, Any] = {
+            "resource_type": r["resource_type"],
+            "resource_name": r["resource_name"],
+            "configs": [],
+        }
+        try:
+            entries = _describe(server, r, body)
+            result["configs"] = [
+                _entry(
+                    e,
+                    body.get("include_synonyms", False),
+                    body.get("include_documentation", False),
+                )
+                for e in entries
+            ]
+            result["error_code"] = 0
+        except KafkaError as e:
+            result.update(error_code=int(e.code), error_message=e.message)
+        results.append(result)
+    return {"throttle_time_ms": 0, "results": results}
+
+
+def _alter_result(r: dict[str, Any], error: KafkaError | None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "resource_type": r["resource_type"],
+        "resource_name": r["resource_name"],
+        "error_code": 0,
+    }
+    if error is not None:
+        out.update(error_code=int(error.code), error_message=error.message)
+    return out
+
+
+def _as_kafka_error(e: ConfigException) -> KafkaError:
+    return KafkaError(Errors(e.error_code), str(e))
+
+
+def _current(server: KafkaServer, r: dict[str, Any]) -> tuple[ResourceType, bool, dict[str, str]]:
+    rtype = ResourceType(r["resource_type"])
+    if rtype == ResourceType.TOPIC:
+        topic = server.metadata.get(r["resource_name"])
+        if topic is None:
+            raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION)
+        return rtype, True, dict(topic.configs)
+    if rtype == ResourceType.BROKER:
+        per_broker = _broker_scope(server, r["resource_name"])
+        stored = server.dynamic_broker_configs if per_broker else server.dynamic_default_configs
+        return rtype, per_broker, dict(stored)
+    raise KafkaError(Errors.INVALID_REQUEST, f"Unsupported resource type {int(rtype)}")
+
+
+def _apply(server: KafkaServer, r: dict[str, Any], configs: dict[str, str], per_broker: bool) -> None:
+    if r["resource_type"] == ResourceType.TOPIC:
+        server.set_topic_configs(r["resource_name"], configs)
+    else:
+        server.set_dynamic_broker_configs(configs, per_broker=per_broker)
+
+
+def handle_alter_configs(server: KafkaServer, request: Any) -> dict[str, Any]:
+    body = request.body
+    responses = []
+    for r in body["resources"]:
+        try:
+            rtype, per_broker, _ = _current(server, r)
+            wanted = {c["name"]: c["value"] for c in r["configs"]}
+            try:
+                validate_alter_configs(rtype, wanted, per_broker=per_broker)
+            except ConfigException as e:
+                raise _as_kafka_error(e) from None
+            # AlterConfigs replaces the resource's whole dynamic set.
+            new = {k: v for k, v in wanted.items() if v is not None}
+            if not body["validate_only"]:
+                _apply(server, r, new, per_broker)
+            responses.append(_alter_result(r, None))
+        except KafkaError as e:
+            responses.append(_alter_result(r, e))
+    return {"throttle_time_ms": 0, "responses": responses}
+
+
+def handle_incremental_alter_configs(server: KafkaServer, request: Any) -> dict[str, Any]:
+    body = request.body
+    responses = []
+    for r in body["resources"]:
+        try:
+            rtype, per_broker, current = _current(server, r)
+            ops = [(c["config_operation"], c["name"], c["value"]) for c in r["configs"]]
+            names = [name for _, name, _ in ops]
+            if len(set(names)) != len(names):
+                raise KafkaError(Errors.INVALID_REQUEST, "Duplicate config keys in one resource")
+            try:
+                new = apply_alter_ops(rtype, current, ops, per_broker=per_broker)
+            except ConfigException as e:
+                raise _as_kafka_error(e) from None
+            except ValueError as e:  # an unknown operation id
+                raise KafkaError(Errors.INVALID_REQUEST, str(e)) from None
+            if not body["validate_only"]:
+                _apply(server, r, new, per_broker)
+            responses.append(_alter_result(r, None))
+        except KafkaError as e:
+            responses.append(_alter_result(r, e))
+    return {"throttle_time_ms": 0, "responses": responses}
