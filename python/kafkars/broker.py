@@ -90,7 +90,9 @@ class Broker:
         deadline = time.monotonic() + self.startup_timeout
         while not ready.exists():
             if self._child.poll() is not None:
-                raise RuntimeError(f"broker exited with {self._child.returncode}: {self.server_log()}")
+                raise RuntimeError(
+                    f"broker exited with {self._child.returncode}: {self.server_log()}"
+                )
             if time.monotonic() > deadline:
                 self.kill()
                 raise TimeoutError(f"broker did not start: {self.server_log()}")

@@ -169,7 +169,11 @@ class PartitionLog:
     def offset_for_timestamp(self, timestamp: int) -> int | None:
         """The first offset whose record timestamp is >= `timestamp` (ListOffsets)."""
         for segment in self.segments():
-            entries = time_index_entries(segment.time_index_path) if segment.time_index_path.exists() else []
+            entries = (
+                time_index_entries(segment.time_index_path)
+                if segment.time_index_path.exists()
+                else []
+            )
             if entries and entries[-1][0] < timestamp:
                 continue  # every record in this segment is older
             for batch in segment.batches():

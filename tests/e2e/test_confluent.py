@@ -112,7 +112,9 @@ def test_list_offsets_by_timestamp(broker: Broker, topic: str) -> None:
 
 def test_admin_topics_and_partitions(broker: Broker, topic: str) -> None:
     admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
-    admin.create_topics([NewTopic(topic, 2, 1, config={"retention.ms": "3600000"})])[topic].result(10)
+    admin.create_topics([NewTopic(topic, 2, 1, config={"retention.ms": "3600000"})])[topic].result(
+        10
+    )
     dup = admin.create_topics([NewTopic(topic, 2, 1)])[topic]
     with pytest.raises(Exception, match="already exists"):
         dup.result(10)

@@ -22,8 +22,21 @@ def kcat(*args: str, stdin: str | None = None, timeout: float = 30) -> str:
 
 def test_produce_consume_metadata_and_offsets(broker: Broker, topic: str) -> None:
     b = broker.bootstrap_servers
-    kcat("-b", b, "-P", "-t", topic, "-p", "0", "-K:", "-H", "h1=x", "-z", "gzip",
-         stdin="k1:v1\nk2:v2\nk3:v3\n")
+    kcat(
+        "-b",
+        b,
+        "-P",
+        "-t",
+        topic,
+        "-p",
+        "0",
+        "-K:",
+        "-H",
+        "h1=x",
+        "-z",
+        "gzip",
+        stdin="k1:v1\nk2:v2\nk3:v3\n",
+    )
     lines = kcat("-b", b, "-C", "-t", topic, "-p", "0", "-o", "beginning", "-e", "-J", "-q")
     records = [json.loads(line) for line in lines.splitlines() if line.strip()]
     assert [(r["key"], r["payload"]) for r in records] == [("k1", "v1"), ("k2", "v2"), ("k3", "v3")]
@@ -41,7 +54,17 @@ def test_produce_consume_metadata_and_offsets(broker: Broker, topic: str) -> Non
 
 def test_idempotent_producer_connects(broker: Broker, topic: str) -> None:
     b = broker.bootstrap_servers
-    kcat("-b", b, "-P", "-t", topic, "-p", "2", "-X", "enable.idempotence=true",
-         stdin="\n".join(str(i) for i in range(1, 1001)) + "\n")
+    kcat(
+        "-b",
+        b,
+        "-P",
+        "-t",
+        topic,
+        "-p",
+        "2",
+        "-X",
+        "enable.idempotence=true",
+        stdin="\n".join(str(i) for i in range(1, 1001)) + "\n",
+    )
     out = kcat("-b", b, "-C", "-t", topic, "-p", "2", "-o", "beginning", "-e", "-q")
     assert out.split() == [str(i) for i in range(1, 1001)]

@@ -23,9 +23,7 @@ def write_seed_segment(directory: Path) -> Path:
     partition = directory / "reatest-0"
     partition.mkdir(parents=True)
     data = b"".join(
-        codec.build_batch(
-            [(None, value, ts, [])], base_offset=offset, partition_leader_epoch=2
-        )
+        codec.build_batch([(None, value, ts, [])], base_offset=offset, partition_leader_epoch=2)
         for offset, ts, value in [
             (0, 1562121985144, b"hello, Kafka0!"),
             (1, 1562122005565, b"hello, Kafka2!"),
@@ -73,9 +71,7 @@ def test_index_dump(tmp_path: Path) -> None:
     import struct
 
     entries = [(52, 4160), (104, 8320)]
-    index.write_bytes(
-        b"".join(struct.pack(">ii", rel, pos) for rel, pos in entries) + b"\0" * 64
-    )
+    index.write_bytes(b"".join(struct.pack(">ii", rel, pos) for rel, pos in entries) + b"\0" * 64)
     out = dump("--files", str(index))
     assert out.splitlines()[1:] == ["offset: 588 position: 4160", "offset: 640 position: 8320"]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import base64
 import logging
 import threading
-import uuid
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 

@@ -104,9 +104,7 @@ def dump_file(path: Path, print_data: bool, deep: bool, out: TextIO) -> None:
     help="Comma-separated .log, .index and .timeindex files to dump.",
 )
 @click.option("--print-data-log", is_flag=True, help="Print each record's key and payload.")
-@click.option(
-    "--deep-iteration", is_flag=True, help="Print every record, not only batch headers."
-)
+@click.option("--deep-iteration", is_flag=True, help="Print every record, not only batch headers.")
 def main(files: str, print_data_log: bool, deep_iteration: bool) -> None:
     """Dump Kafka log segments and indexes (Kafka's DumpLogSegments)."""
     for name in files.split(","):

@@ -13,7 +13,9 @@ if TYPE_CHECKING:
 
 def handle_describe_log_dirs(server: KafkaServer, request: Any) -> dict[str, Any]:
     wanted = request.body["topics"]
-    selected = None if wanted is None else {(t["topic"], p) for t in wanted for p in t["partitions"]}
+    selected = (
+        None if wanted is None else {(t["topic"], p) for t in wanted for p in t["partitions"]}
+    )
     results = []
     for log_dir in server.log_dirs:
         topics: dict[str, list[dict[str, Any]]] = {}

@@ -149,7 +149,9 @@ def _current(server: KafkaServer, r: dict[str, Any]) -> tuple[ResourceType, bool
     raise KafkaError(Errors.INVALID_REQUEST, f"Unsupported resource type {int(rtype)}")
 
 
-def _apply(server: KafkaServer, r: dict[str, Any], configs: dict[str, str], per_broker: bool) -> None:
+def _apply(
+    server: KafkaServer, r: dict[str, Any], configs: dict[str, str], per_broker: bool
+) -> None:
     if r["resource_type"] == ResourceType.TOPIC:
         server.set_topic_configs(r["resource_name"], configs)
     else:

@@ -87,7 +87,9 @@ def read_plan(server: KafkaServer, plan: FetchPlan) -> tuple[list[dict[str, Any]
             hw = log.high_watermark
             offset = p["fetch_offset"]
             if offset < log.log_start_offset or offset > log.log_end_offset:
-                out.append(_error_partition(index, Errors.OFFSET_OUT_OF_RANGE, hw, log.log_start_offset))
+                out.append(
+                    _error_partition(index, Errors.OFFSET_OUT_OF_RANGE, hw, log.log_start_offset)
+                )
                 had_error = True
                 continue
             limit = min(p["partition_max_bytes"], remaining)
