@@ -88,7 +88,10 @@ impl PyRecordBatch {
     #[new]
     fn new(data: &[u8]) -> PyResult<Self> {
         let batch = RecordBatch::new(data).map_err(record_error)?;
-        Ok(Self { bytes: Bytes::copy_from_slice(batch.as_bytes()), position: 0 })
+        Ok(Self {
+            bytes: Bytes::copy_from_slice(batch.as_bytes()),
+            position: 0,
+        })
     }
 
     #[getter]
@@ -216,13 +219,21 @@ pub(crate) fn decode_batches(data: &[u8]) -> PyResult<Vec<PyRecordBatch>> {
     let mut position = 0u64;
     for batch in kafkars_record::batches(data) {
         let batch = batch.map_err(record_error)?;
-        out.push(PyRecordBatch { bytes: Bytes::copy_from_slice(batch.as_bytes()), position });
+        out.push(PyRecordBatch {
+            bytes: Bytes::copy_from_slice(batch.as_bytes()),
+            position,
+        });
         position += batch.size_in_bytes() as u64;
     }
     Ok(out)
 }
 
-type PyNewRecord = (Option<Vec<u8>>, Option<Vec<u8>>, i64, Vec<(String, Option<Vec<u8>>)>);
+type PyNewRecord = (
+    Option<Vec<u8>>,
+    Option<Vec<u8>>,
+    i64,
+    Vec<(String, Option<Vec<u8>>)>,
+);
 
 /// Builds one batch from `(key, value, timestamp, headers)` tuples.
 #[pyfunction]
@@ -253,10 +264,17 @@ pub(crate) fn build_batch<'py>(
         .producer(producer_id, producer_epoch, base_sequence)
         .transactional(is_transactional);
     if let Some(ts) = log_append_time {
-        builder = builder.timestamp_type(TimestampType::LogAppendTime).log_append_time(ts);
+        builder = builder
+            .timestamp_type(TimestampType::LogAppendTime)
+            .log_append_time(ts);
     }
     for (key, value, timestamp, headers) in records {
-        builder.append(NewRecord { timestamp, key, value, headers });
+        builder.append(NewRecord {
+            timestamp,
+            key,
+            value,
+            headers,
+        });
     }
     let built = py.detach(|| builder.build()).map_err(record_error)?;
     Ok(PyBytes::new(py, &built))

@@ -4,7 +4,12 @@ use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 
-create_exception!(_core, KafkarsError, PyException, "Base class of kafkars errors.");
+create_exception!(
+    _core,
+    KafkarsError,
+    PyException,
+    "Base class of kafkars errors."
+);
 create_exception!(
     _core,
     CorruptRecordError,

@@ -14,17 +14,26 @@ pub(crate) struct FileRecords {
 }
 
 impl FileRecords {
-    pub(crate) fn new(slice: Option<FileSlice>, fetch_offset_metadata: Option<LogOffsetMetadata>) -> Self {
-        Self { slice, fetch_offset_metadata }
+    pub(crate) fn new(
+        slice: Option<FileSlice>,
+        fetch_offset_metadata: Option<LogOffsetMetadata>,
+    ) -> Self {
+        Self {
+            slice,
+            fetch_offset_metadata,
+        }
     }
 
     /// The region to send, if any bytes.
     pub(crate) fn region(&self) -> Option<FileRegion> {
-        self.slice.as_ref().filter(|s| s.size > 0).map(|s| FileRegion {
-            file: s.file.clone(),
-            position: s.position,
-            len: s.size as usize,
-        })
+        self.slice
+            .as_ref()
+            .filter(|s| s.size > 0)
+            .map(|s| FileRegion {
+                file: s.file.clone(),
+                position: s.position,
+                len: s.size as usize,
+            })
     }
 }
 
@@ -33,7 +42,10 @@ impl FileRecords {
     /// A record set with no bytes (what a fetch returns for a partition with no new data).
     #[staticmethod]
     fn empty() -> Self {
-        Self { slice: None, fetch_offset_metadata: None }
+        Self {
+            slice: None,
+            fetch_offset_metadata: None,
+        }
     }
 
     fn __len__(&self) -> usize {
@@ -49,8 +61,13 @@ impl FileRecords {
     /// `(offset, segment_base_offset, position)` where the read started, if known.
     #[getter]
     fn fetch_offset_metadata(&self) -> Option<(i64, i64, u32)> {
-        self.fetch_offset_metadata
-            .map(|m| (m.message_offset, m.segment_base_offset, m.relative_position_in_segment))
+        self.fetch_offset_metadata.map(|m| {
+            (
+                m.message_offset,
+                m.segment_base_offset,
+                m.relative_position_in_segment,
+            )
+        })
     }
 
     /// Reads the bytes into Python. For tests and tools only; fetches never call this.

@@ -69,7 +69,11 @@ impl PyRequest {
     /// Encodes `response` (a dict shaped like the API's response message) and sends it.
     fn respond(&self, py: Python<'_>, response: &Bound<'_, PyAny>) -> PyResult<()> {
         let responder = self.take_responder()?;
-        let version = if self.unsupported_version { 0 } else { self.api_version };
+        let version = if self.unsupported_version {
+            0
+        } else {
+            self.api_version
+        };
         let (converted, regions) = with_regions(|| protocol::response_from_py(self.api, response));
         let kind = match converted {
             Ok(kind) => kind,
@@ -93,7 +97,10 @@ impl PyRequest {
             }
             Err(e) => {
                 responder.send(Response::Close);
-                Err(PyValueError::new_err(format!("cannot encode {:?} v{version}: {e}", self.api)))
+                Err(PyValueError::new_err(format!(
+                    "cannot encode {:?} v{version}: {e}",
+                    self.api
+                )))
             }
         }
     }
@@ -113,7 +120,10 @@ impl PyRequest {
     /// Whether an answer has been given.
     #[getter]
     fn answered(&self) -> bool {
-        self.responder.lock().unwrap_or_else(|e| e.into_inner()).is_none()
+        self.responder
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_none()
     }
 
     /// Milliseconds since the processor read the request off the socket.
@@ -149,7 +159,12 @@ fn log_handler_error(py: Python<'_>, request: &str, err: PyErr) {
             let exc_info = (err.get_type(py), err.value(py), err.traceback(py));
             let kwargs = pyo3::types::PyDict::new(py);
             kwargs.set_item("exc_info", exc_info)?;
-            logger.call_method(py, "error", ("handler failed for %s", request), Some(&kwargs))
+            logger.call_method(
+                py,
+                "error",
+                ("handler failed for %s", request),
+                Some(&kwargs),
+            )
         });
     if logged.is_err() {
         err.print(py);
@@ -158,7 +173,13 @@ fn log_handler_error(py: Python<'_>, request: &str, err: PyErr) {
 
 /// Decodes the body off the GIL, then calls the Python handler with the GIL held.
 fn dispatch(handler: &Py<PyAny>, request: Request) {
-    let Request { context, header, mut body, received_at, responder } = request;
+    let Request {
+        context,
+        header,
+        mut body,
+        received_at,
+        responder,
+    } = request;
     let Some(api) = header.api else {
         responder.send(Response::Close);
         return;
@@ -270,9 +291,11 @@ impl PySocketServer {
         let overrides = max_connections_per_ip_overrides
             .into_iter()
             .map(|(ip, n)| {
-                ip.parse::<IpAddr>()
-                    .map(|ip| (ip, n))
-                    .map_err(|_| PyValueError::new_err(format!("max.connections.per.ip.overrides: bad address {ip}")))
+                ip.parse::<IpAddr>().map(|ip| (ip, n)).map_err(|_| {
+                    PyValueError::new_err(format!(
+                        "max.connections.per.ip.overrides: bad address {ip}"
+                    ))
+                })
             })
             .collect::<PyResult<_>>()?;
         let buffer = |n: i64| (n > 0).then_some(n as usize);
@@ -306,7 +329,11 @@ impl PySocketServer {
                 &channel,
                 Arc::new(move |request| dispatch(&handler, request)),
             )?;
-            Ok(Running { server, channel, handlers })
+            Ok(Running {
+                server,
+                channel,
+                handlers,
+            })
         })?;
         let listeners = running
             .server
@@ -321,7 +348,10 @@ impl PySocketServer {
                 )
             })
             .collect();
-        Ok(Self { running: Mutex::new(Some(running)), listeners })
+        Ok(Self {
+            running: Mutex::new(Some(running)),
+            listeners,
+        })
     }
 
     /// The bound listeners as `(name, security_protocol, host, port)`.
@@ -333,7 +363,11 @@ impl PySocketServer {
     /// Requests waiting in the request channel.
     #[getter]
     fn request_queue_size(&self) -> usize {
-        self.running.lock().unwrap_or_else(|e| e.into_inner()).as_ref().map_or(0, |r| r.channel.len())
+        self.running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .map_or(0, |r| r.channel.len())
     }
 
     #[getter]
@@ -348,8 +382,17 @@ impl PySocketServer {
     /// Stops accepting, writes the responses still owed, then stops the handler threads.
     /// Idempotent.
     fn shutdown(&self, py: Python<'_>) {
-        let running = self.running.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(Running { server, channel, handlers }) = running {
+        let running = self
+            .running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(Running {
+            server,
+            channel,
+            handlers,
+        }) = running
+        {
             py.detach(move || {
                 server.shutdown();
                 channel.close();

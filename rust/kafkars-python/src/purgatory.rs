@@ -6,7 +6,9 @@
 
 use std::sync::Arc;
 
-use kafkars_timer::{DEFAULT_PURGE_INTERVAL, DelayedOperation, DelayedOperationPurgatory, OperationState};
+use kafkars_timer::{
+    DEFAULT_PURGE_INTERVAL, DelayedOperation, DelayedOperationPurgatory, OperationState,
+};
 use pyo3::prelude::*;
 
 /// A Python object with `delay_ms`, `try_complete() -> bool`, `on_complete()` and
@@ -21,7 +23,11 @@ struct PyDelayedOperation {
 impl PyDelayedOperation {
     fn call(&self, method: &str) -> bool {
         Python::attach(|py| {
-            match self.obj.call_method0(py, method).and_then(|r| r.is_truthy(py)) {
+            match self
+                .obj
+                .call_method0(py, method)
+                .and_then(|r| r.is_truthy(py))
+            {
                 Ok(result) => result,
                 Err(e) => {
                     // A failing check completes the operation, so its request is answered
@@ -68,17 +74,30 @@ impl PyPurgatory {
     #[new]
     #[pyo3(signature = (name, purge_interval = DEFAULT_PURGE_INTERVAL))]
     fn new(name: &str, purge_interval: usize) -> Self {
-        Self { inner: DelayedOperationPurgatory::new(name, purge_interval) }
+        Self {
+            inner: DelayedOperationPurgatory::new(name, purge_interval),
+        }
     }
 
     /// Completes `op` now if it can, else watches it under `keys` until an event completes
     /// it or `op.delay_ms` passes. True if completed by this call.
-    fn try_complete_else_watch(&self, py: Python<'_>, op: Py<PyAny>, keys: Vec<String>) -> PyResult<bool> {
+    fn try_complete_else_watch(
+        &self,
+        py: Python<'_>,
+        op: Py<PyAny>,
+        keys: Vec<String>,
+    ) -> PyResult<bool> {
         if keys.is_empty() {
-            return Err(pyo3::exceptions::PyValueError::new_err("keys must not be empty"));
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "keys must not be empty",
+            ));
         }
         let delay_ms: i64 = op.getattr(py, "delay_ms")?.extract(py)?;
-        let op = Arc::new(PyDelayedOperation { obj: op, delay_ms: delay_ms.max(0) as u64, state: OperationState::new() });
+        let op = Arc::new(PyDelayedOperation {
+            obj: op,
+            delay_ms: delay_ms.max(0) as u64,
+            state: OperationState::new(),
+        });
         Ok(py.detach(|| self.inner.try_complete_else_watch(&op, &keys)))
     }
 

@@ -34,7 +34,10 @@ thread_local! {
 /// placeholder bytes the encoder will see in its place.
 pub(crate) fn placeholder_for(region: FileRegion) -> Result<Bytes, String> {
     if region.len > MAX_REGION_LEN {
-        return Err(format!("record set of {} bytes is too large to send", region.len));
+        return Err(format!(
+            "record set of {} bytes is too large to send",
+            region.len
+        ));
     }
     REGIONS.with_borrow_mut(|regions| {
         let index = regions.len();
@@ -80,7 +83,8 @@ impl SpliceBuf {
 
     fn cut(&mut self) {
         if !self.current.is_empty() {
-            self.chunks.push(ResponseChunk::Bytes(self.current.split().freeze()));
+            self.chunks
+                .push(ResponseChunk::Bytes(self.current.split().freeze()));
         }
     }
 
@@ -152,8 +156,18 @@ mod tests {
     fn placeholders_become_file_chunks() {
         let file = Arc::new(tempfile::tempfile().unwrap());
         let ((a, b), regions) = with_regions(|| {
-            let a = placeholder_for(FileRegion { file: Arc::clone(&file), position: 0, len: 10 }).unwrap();
-            let b = placeholder_for(FileRegion { file: Arc::clone(&file), position: 10, len: 5 }).unwrap();
+            let a = placeholder_for(FileRegion {
+                file: Arc::clone(&file),
+                position: 0,
+                len: 10,
+            })
+            .unwrap();
+            let b = placeholder_for(FileRegion {
+                file: Arc::clone(&file),
+                position: 10,
+                len: 5,
+            })
+            .unwrap();
             (a, b)
         });
         let mut buf = SpliceBuf::new(regions);
