@@ -107,9 +107,7 @@ def consume(bootstrap: str, topic: str, records: int, size: int) -> tuple[float,
 def latency(bootstrap: str, topic: str, rate: int, seconds: float) -> dict[str, float]:
     """End-to-end latency at a fixed offered load (records/s), in ms."""
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
-    c = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "lat", "fetch.wait.max.ms": 100}
-    )
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "lat", "fetch.wait.max.ms": 100})
     c.assign([TopicPartition(topic, 0, 0)])
     samples: list[float] = []
     stop = time.perf_counter() + seconds

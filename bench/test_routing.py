@@ -1,6 +1,6 @@
 """pytest-benchmark: the cost of Python routing per request, with and without the wire.
 
-    pytest bench/test_routing.py --benchmark-enable
+pytest bench/test_routing.py --benchmark-enable
 """
 
 from __future__ import annotations

@@ -270,7 +270,18 @@ impl PyLog {
 /// every partition log in them.
 #[pyclass(frozen, name = "LogManager", module = "kafkars._core")]
 pub(crate) struct PyLogManager {
-    inner: Arc<LogManager>,
+    /// Emptied by `shutdown`, which drops the manager and with it the dir locks.
+    inner: std::sync::RwLock<Option<Arc<LogManager>>>,
+}
+
+impl PyLogManager {
+    fn manager(&self) -> PyResult<Arc<LogManager>> {
+        self.inner
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .ok_or_else(|| errors::LogError::new_err((-1i16, "the log manager is shut down")))
+    }
 }
 
 fn wrap(log: Arc<Log>) -> PyLog {
@@ -300,18 +311,18 @@ impl PyLogManager {
             })
             .map_err(log_error)?;
         Ok(Self {
-            inner: Arc::new(inner),
+            inner: std::sync::RwLock::new(Some(Arc::new(inner))),
         })
     }
 
     #[getter]
-    fn broker_id(&self) -> i32 {
-        self.inner.broker_id()
+    fn broker_id(&self) -> PyResult<i32> {
+        Ok(self.manager()?.broker_id())
     }
 
     #[getter]
-    fn log_dirs(&self) -> Vec<PathBuf> {
-        self.inner.log_dirs()
+    fn log_dirs(&self) -> PyResult<Vec<PathBuf>> {
+        Ok(self.manager()?.log_dirs())
     }
 
     /// Loads (and after an unclean stop, recovers) every partition. `topic_configs` maps
@@ -324,6 +335,7 @@ impl PyLogManager {
         default_config: &Bound<'py, PyDict>,
         topic_configs: HashMap<String, Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyDict>> {
+        let m = self.manager()?;
         let default = log_config(default_config)?;
         let per_topic = topic_configs
             .into_iter()
@@ -336,7 +348,7 @@ impl PyLogManager {
                 .unwrap_or_else(|| default.clone())
         };
         let report = py
-            .detach(|| self.inner.load_logs(threads_per_dir, &config_for))
+            .detach(|| m.load_logs(threads_per_dir, &config_for))
             .map_err(log_error)?;
         let out = PyDict::new(py);
         out.set_item("partitions", report.partitions.len())?;
@@ -355,10 +367,11 @@ impl PyLogManager {
         Ok(out)
     }
 
-    fn get_log(&self, topic: String, partition: i32) -> Option<PyLog> {
-        self.inner
+    fn get_log(&self, topic: String, partition: i32) -> PyResult<Option<PyLog>> {
+        Ok(self
+            .manager()?
             .get_log(&TopicPartition::new(topic, partition))
-            .map(wrap)
+            .map(wrap))
     }
 
     fn get_or_create_log(
@@ -368,51 +381,58 @@ impl PyLogManager {
         partition: i32,
         settings: &Bound<'_, PyDict>,
     ) -> PyResult<PyLog> {
+        let m = self.manager()?;
         let config = log_config(settings)?;
         let tp = TopicPartition::new(topic, partition);
-        py.detach(|| self.inner.get_or_create_log(&tp, config))
+        py.detach(|| m.get_or_create_log(&tp, config))
             .map(wrap)
             .map_err(log_error)
     }
 
     fn delete_log(&self, py: Python<'_>, topic: String, partition: i32) -> PyResult<bool> {
+        let m = self.manager()?;
         let tp = TopicPartition::new(topic, partition);
-        py.detach(|| self.inner.delete_log(&tp)).map_err(log_error)
+        py.detach(|| m.delete_log(&tp)).map_err(log_error)
     }
 
-    fn all_logs(&self) -> Vec<PyLog> {
-        self.inner.all_logs().into_iter().map(wrap).collect()
+    fn all_logs(&self) -> PyResult<Vec<PyLog>> {
+        Ok(self.manager()?.all_logs().into_iter().map(wrap).collect())
     }
 
     /// Writes the recovery-point, log-start-offset and replication-offset checkpoints.
     fn checkpoint(&self, py: Python<'_>) -> PyResult<()> {
+        let m = self.manager()?;
         py.detach(|| {
-            self.inner.checkpoint_recovery_points()?;
-            self.inner.checkpoint_log_start_offsets()?;
-            self.inner.checkpoint_high_watermarks()
+            m.checkpoint_recovery_points()?;
+            m.checkpoint_log_start_offsets()?;
+            m.checkpoint_high_watermarks()
         })
         .map_err(log_error)
     }
 
     /// Flushes logs whose `flush.ms` has passed; returns how many.
     fn flush_dirty_logs(&self, py: Python<'_>, now_ms: i64) -> PyResult<usize> {
-        py.detach(|| self.inner.flush_dirty_logs(now_ms))
-            .map_err(log_error)
+        let m = self.manager()?;
+        py.detach(|| m.flush_dirty_logs(now_ms)).map_err(log_error)
     }
 
     /// Physically deletes `.deleted` segments and `-delete` dirs whose delay has passed.
     fn delete_pending(&self, py: Python<'_>, now_ms: i64) -> PyResult<usize> {
+        let m = self.manager()?;
         py.detach(|| {
-            Ok::<_, LogError>(
-                self.inner.delete_pending_segments(now_ms)? + self.inner.delete_pending_dirs()?,
-            )
+            Ok::<_, LogError>(m.delete_pending_segments(now_ms)? + m.delete_pending_dirs()?)
         })
         .map_err(log_error)
     }
 
-    /// Flushes everything, writes the checkpoints and the clean-shutdown marker, unlocks.
+    /// Flushes everything, writes the checkpoints and the clean-shutdown marker, then
+    /// drops the manager so the dir locks are released. Idempotent.
     fn shutdown(&self, py: Python<'_>) -> PyResult<()> {
-        py.detach(|| self.inner.shutdown()).map_err(log_error)
+        let taken = self.inner.write().unwrap_or_else(|e| e.into_inner()).take();
+        match taken {
+            Some(m) => py.detach(move || m.shutdown()).map_err(log_error),
+            None => Ok(()),
+        }
     }
 }
 
