@@ -47,6 +47,17 @@ pub struct LogConfig {
     pub retention_ms: i64,
     /// `retention.bytes` (-1 for unlimited).
     pub retention_bytes: i64,
+    /// `cleanup.policy` contains `delete`: retention by time and size applies.
+    pub delete_policy: bool,
+    /// `delete.retention.ms`: how long tombstones survive once cleaned.
+    pub delete_retention_ms: i64,
+    /// `min.cleanable.dirty.ratio`: dirty bytes / total before the cleaner picks the log.
+    pub min_cleanable_dirty_ratio: f64,
+    /// `min.compaction.lag.ms`: records younger than this stay uncompacted.
+    pub min_compaction_lag_ms: i64,
+    /// `max.compaction.lag.ms`: a log with older dirty records is cleaned regardless of
+    /// its dirty ratio.
+    pub max_compaction_lag_ms: i64,
 }
 
 impl Default for LogConfig {
@@ -67,6 +78,11 @@ impl Default for LogConfig {
             compacted: false,
             retention_ms: 7 * 24 * 60 * 60 * 1000,
             retention_bytes: -1,
+            delete_policy: true,
+            delete_retention_ms: 24 * 60 * 60 * 1000,
+            min_cleanable_dirty_ratio: 0.5,
+            min_compaction_lag_ms: 0,
+            max_compaction_lag_ms: i64::MAX,
         }
     }
 }

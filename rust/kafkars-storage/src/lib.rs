@@ -39,3 +39,7 @@ pub use loader::PartitionLoadStats;
 pub use log::{Log, LogAppendInfo, LogSegments};
 pub mod log_manager;
 pub use log_manager::{LoadReport, LogManager};
+pub mod cleaner;
+pub mod offset_map;
+pub use cleaner::{CleanStage, CleanerConfig, CleanerStats};
+pub use offset_map::OffsetMap;

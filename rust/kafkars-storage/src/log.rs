@@ -21,7 +21,9 @@ use crate::error::{IoContext, LogError, Result};
 use crate::fetch::{FetchDataInfo, LogOffsetMetadata};
 use crate::leader_epoch::LeaderEpochFileCache;
 use crate::loader::{PartitionLoadStats, load_segments};
-use crate::segment::{DELETED_FILE_SUFFIX, LogSegment, RollParams, TimestampAndOffset};
+use crate::segment::{
+    DELETED_FILE_SUFFIX, LogSegment, RollParams, SWAP_FILE_SUFFIX, TimestampAndOffset,
+};
 use crate::time_index::NO_TIMESTAMP;
 use crate::topic_partition::TopicPartition;
 
@@ -62,6 +64,19 @@ pub struct LogAppendInfo {
     pub target_compression: Compression,
     /// Leader epoch of the last batch.
     pub last_leader_epoch: i32,
+}
+
+/// An inactive segment as the cleaner sees it: its file stays readable through the
+/// handle even if the segment is deleted or replaced meanwhile.
+#[derive(Debug, Clone)]
+pub(crate) struct SegmentSnapshot {
+    pub(crate) base_offset: i64,
+    pub(crate) next_base_offset: i64,
+    pub(crate) path: PathBuf,
+    pub(crate) size: u32,
+    pub(crate) file: Arc<File>,
+    pub(crate) last_modified_ms: i64,
+    pub(crate) largest_timestamp: i64,
 }
 
 struct LogState {
@@ -959,6 +974,97 @@ impl Log {
                 false
             }
         })
+    }
+
+    /// Kafka's deleteOldSegments, run by the `kafka-log-retention` task: with the
+    /// `delete` policy, segments past `retention.ms` or beyond `retention.bytes`; with
+    /// any policy, segments wholly below the log start offset. Returns how many went.
+    pub fn delete_old_segments(&self, now_ms: i64) -> Result<usize> {
+        let mut n = 0;
+        if self.config().delete_policy {
+            n += self.delete_retention_ms_breached_segments(now_ms)?;
+            n += self.delete_retention_size_breached_segments()?;
+        }
+        n += self.delete_segments_below_log_start()?;
+        Ok(n)
+    }
+
+    /// DeleteRecords on the leader: moves the log start offset to `offset` (-1 means
+    /// the high watermark) and returns the new low watermark. The segments below it go
+    /// at the next retention check, as in Kafka.
+    pub fn delete_records(&self, offset: i64) -> Result<i64> {
+        let target = if offset == -1 {
+            self.high_watermark()
+        } else {
+            offset
+        };
+        if target < 0 {
+            return Err(self.out_of_range(target));
+        }
+        self.maybe_increment_log_start_offset(target)?;
+        Ok(self.log_start_offset())
+    }
+
+    /// The segments below the active one, as the log cleaner reads them.
+    pub(crate) fn inactive_segments(&self) -> Result<Vec<SegmentSnapshot>> {
+        self.check_open()?;
+        let guard = self.read_state();
+        let st = &guard.0;
+        let mut out = Vec::new();
+        let mut it = st.segments.values().peekable();
+        while let Some(seg) = it.next() {
+            let Some(next) = it.peek() else { break };
+            out.push(SegmentSnapshot {
+                base_offset: seg.base_offset(),
+                next_base_offset: next.base_offset(),
+                path: seg.log_path().to_path_buf(),
+                size: seg.size(),
+                file: seg.log_file()?,
+                last_modified_ms: seg.last_modified_ms(),
+                largest_timestamp: seg.largest_timestamp()?,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Swaps a cleaned segment in for `old` (Kafka's replaceSegments). `cleaned` carries
+    /// the `.swap` suffix. Under the write lock: the old segments are renamed `.deleted`
+    /// (removed after `file.delete.delay.ms`), `between` runs (a crash hook for tests),
+    /// then the `.swap` files take their final names. A crash at any point leaves files
+    /// the loader completes or rolls back. Returns false, discarding `cleaned`, when
+    /// the old segments changed meanwhile (retention deleted one).
+    pub(crate) fn replace_segments(
+        &self,
+        mut cleaned: LogSegment,
+        old: &[i64],
+        between: impl FnOnce() -> Result<()>,
+    ) -> Result<bool> {
+        self.check_open()?;
+        let mut guard = self.write_state();
+        let st = &mut guard.0;
+        let active_base = *st.segments.keys().next_back().expect("segments");
+        if old
+            .iter()
+            .any(|b| *b == active_base || !st.segments.contains_key(b))
+        {
+            drop(guard);
+            cleaned.delete()?;
+            return Ok(false);
+        }
+        let now = self.clock.now_ms();
+        let delay = st.config.file_delete_delay_ms;
+        {
+            let mut pending = lock(&self.pending_deletes);
+            for base in old {
+                let mut seg = st.segments.remove(base).expect("checked");
+                seg.change_file_suffixes("", DELETED_FILE_SUFFIX)?;
+                pending.push((now.saturating_add(delay), seg));
+            }
+        }
+        between()?;
+        cleaned.change_file_suffixes(SWAP_FILE_SUFFIX, "")?;
+        st.segments.insert(cleaned.base_offset(), cleaned);
+        Ok(true)
     }
 
     /// Physically deletes `.deleted` segments whose delay has passed; returns how many.

@@ -2,7 +2,7 @@
 //! `meta.properties`, the checkpoint files, parallel loading at start-up, creating
 //! and deleting partition logs, and the clean-shutdown marker.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -10,12 +10,14 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use crate::checkpoint::{OffsetCheckpointFile, fsync_dir};
+use crate::cleaner::{self, CleanStage, CleanerConfig, CleanerStats, CleanerThreads};
 use crate::config::{Clock, LogConfig};
 use crate::dir_lock::DirLock;
 use crate::error::{IoContext, LogError, Result};
 use crate::loader::PartitionLoadStats;
 use crate::log::Log;
 use crate::meta_properties::MetaProperties;
+use crate::offset_map::OffsetMap;
 use crate::topic_partition::TopicPartition;
 
 /// Present after a clean shutdown; start-up then skips recovery.
@@ -72,6 +74,11 @@ pub struct LogManager {
     broker_id: i32,
     next_dir: AtomicUsize,
     dirs_to_delete: Mutex<Vec<PathBuf>>,
+    /// Partitions a cleaner thread is working on (Kafka's LogCleanerManager in-progress
+    /// state) and the lock over `cleaner-offset-checkpoint` updates.
+    cleaning: Mutex<HashSet<TopicPartition>>,
+    cleaner_checkpoint_lock: Mutex<()>,
+    cleaner: Mutex<Option<CleanerThreads>>,
 }
 
 struct LogDirBox(LogDir);
@@ -148,6 +155,9 @@ impl LogManager {
             broker_id,
             next_dir: AtomicUsize::new(0),
             dirs_to_delete: Mutex::new(Vec::new()),
+            cleaning: Mutex::new(HashSet::new()),
+            cleaner_checkpoint_lock: Mutex::new(()),
+            cleaner: Mutex::new(None),
         })
     }
 
@@ -458,9 +468,122 @@ impl LogManager {
         Ok(n)
     }
 
+    /// The `kafka-log-retention` task (Kafka's cleanupLogs): deletes old segments of
+    /// every log by its policy. Returns how many segments were deleted.
+    pub fn cleanup_logs(&self, now_ms: i64) -> Result<usize> {
+        let mut n = 0;
+        for log in self.all_logs() {
+            match log.delete_old_segments(now_ms) {
+                Ok(k) => n += k,
+                Err(LogError::Closed(_)) => {} // deleted meanwhile
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(n)
+    }
+
+    /// The cleaner checkpoints of every dir.
+    pub fn cleaner_checkpoints(&self) -> Result<BTreeMap<TopicPartition, i64>> {
+        let mut out = BTreeMap::new();
+        for d in &self.dirs {
+            out.extend(
+                OffsetCheckpointFile::new(d.0.path.join(CLEANER_OFFSET_CHECKPOINT_FILE))
+                    .read()
+                    .unwrap_or_default(),
+            );
+        }
+        Ok(out)
+    }
+
+    fn update_cleaner_checkpoint(&self, tp: &TopicPartition, offset: i64) -> Result<()> {
+        let _guard = lock(&self.cleaner_checkpoint_lock);
+        let logs = self.logs.read().unwrap_or_else(|e| e.into_inner());
+        let Some((dir_index, _)) = logs.get(tp) else {
+            return Ok(());
+        };
+        let file = OffsetCheckpointFile::new(
+            self.dirs[*dir_index]
+                .0
+                .path
+                .join(CLEANER_OFFSET_CHECKPOINT_FILE),
+        );
+        let mut offsets = file.read().unwrap_or_default();
+        // Partitions deleted since are dropped from the file.
+        offsets.retain(|t, _| logs.get(t).is_some_and(|(i, _)| i == dir_index));
+        offsets.insert(tp.clone(), offset);
+        file.write(&offsets)
+    }
+
+    /// One cleaning pass over the dirtiest compacted log not being cleaned by another
+    /// thread (Kafka's grabFilthiestCompactedLog + clean). With `force` every compacted
+    /// log with inactive segments qualifies. `crash` is called after each file stage.
+    /// Returns None when no log needed cleaning.
+    pub fn clean_once(
+        &self,
+        map: &mut OffsetMap,
+        io_buffer_size: usize,
+        force: bool,
+        crash: &dyn Fn(CleanStage) -> Result<()>,
+    ) -> Result<Option<CleanerStats>> {
+        let now = self.clock.now_ms();
+        let checkpoints = self.cleaner_checkpoints()?;
+        let target = {
+            let mut cleaning = lock(&self.cleaning);
+            let mut best: Option<cleaner::LogToClean> = None;
+            for log in self.all_logs() {
+                let tp = log.topic_partition();
+                if cleaning.contains(tp) {
+                    continue;
+                }
+                let candidate =
+                    match cleaner::log_to_clean(&log, checkpoints.get(tp).copied(), now, force) {
+                        Ok(c) => c,
+                        Err(LogError::Closed(_)) => None,
+                        Err(e) => return Err(e),
+                    };
+                if let Some(c) = candidate
+                    && best
+                        .as_ref()
+                        .is_none_or(|b| c.cleanable_ratio() > b.cleanable_ratio())
+                {
+                    best = Some(c);
+                }
+            }
+            let Some(best) = best else { return Ok(None) };
+            cleaning.insert(best.log.topic_partition().clone());
+            best
+        };
+        let tp = target.log.topic_partition().clone();
+        let result = cleaner::clean(&target, map, io_buffer_size, now, crash);
+        lock(&self.cleaning).remove(&tp);
+        let stats = result?;
+        if stats.end_offset > stats.first_dirty_offset {
+            self.update_cleaner_checkpoint(&tp, stats.end_offset)?;
+            tracing::info!(partition = %tp, ?stats, "cleaned log");
+        }
+        Ok(Some(stats))
+    }
+
+    /// Starts the log cleaner threads (`log.cleaner.enable`); a no-op if running.
+    pub fn start_cleaner(self: &Arc<Self>, config: CleanerConfig) {
+        let mut cleaner = lock(&self.cleaner);
+        if cleaner.is_none() {
+            *cleaner = Some(CleanerThreads::start(Arc::downgrade(self), config));
+        }
+    }
+
+    /// Stops the cleaner threads after their current pass.
+    pub fn stop_cleaner(&self) {
+        let threads = lock(&self.cleaner).take();
+        if let Some(t) = threads {
+            t.shutdown();
+        }
+    }
+
     /// Clean shutdown: close (flush, trim) every log, write the checkpoints, then the
     /// clean-shutdown marker in every dir. The dir locks are released on drop.
     pub fn shutdown(&self) -> Result<()> {
+        self.stop_cleaner();
         for log in self.all_logs() {
             log.close()?;
         }

@@ -158,7 +158,35 @@ impl LogSegment {
         roll_jitter_ms: i64,
         now_ms: i64,
     ) -> Result<Self> {
-        let mut seg = Self::with_paths(dir, base_offset, "", max_index_size, index_interval_bytes);
+        Self::create_with_suffix(
+            dir,
+            base_offset,
+            "",
+            max_index_size,
+            index_interval_bytes,
+            roll_jitter_ms,
+            now_ms,
+        )
+    }
+
+    /// [`create`](Self::create) with `suffix` after every file name (the cleaner writes
+    /// `.cleaned` segments this way).
+    pub fn create_with_suffix(
+        dir: &Path,
+        base_offset: i64,
+        suffix: &str,
+        max_index_size: usize,
+        index_interval_bytes: u32,
+        roll_jitter_ms: i64,
+        now_ms: i64,
+    ) -> Result<Self> {
+        let mut seg = Self::with_paths(
+            dir,
+            base_offset,
+            suffix,
+            max_index_size,
+            index_interval_bytes,
+        );
         let file = OpenOptions::new()
             .read(true)
             .write(true)
