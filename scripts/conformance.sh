@@ -2,6 +2,7 @@
 # librdkafka's own test suite against a kafkars broker (see shared CONFORMANCE.md).
 #
 #   scripts/conformance.sh [TESTS...]      default: the suite's smoke list
+#   scripts/conformance.sh all             every numbered test in the suite
 #
 # Builds librdkafka 2.0.2 from Debian's source package once into .cache/librdkafka
 # (about 7 minutes on 2 cores), starts a broker with the settings the suite assumes,
@@ -14,6 +15,7 @@ CACHE=$ROOT/.cache/librdkafka
 PY=${PY:-$ROOT/.venv/bin/python}
 SMOKE="0000 0001 0004 0012 0017 0022 0030 0039 0049 0087 0103"
 TESTS=${*:-$SMOKE}
+TEST_TIMEOUT=${TEST_TIMEOUT:-300}
 
 build() {
   [ -x "$CACHE/src/tests/test-runner" ] && return
@@ -29,6 +31,9 @@ build() {
 }
 
 build
+if [ "$TESTS" = all ]; then
+  TESTS=$(cd "$CACHE/src/tests" && ls 0[0-9][0-9][0-9]-*.c 0[0-9][0-9][0-9]-*.cpp | cut -c1-4 | sort -u | tr '\n' ' ')
+fi
 DATA=$(mktemp -d)
 "$PY" -m kafkars.server --ready-file "$DATA/ready.json" \
   --override listeners=PLAINTEXT://127.0.0.1:9092 --override log.dirs="$DATA/logs" \
@@ -45,11 +50,11 @@ cd "$CACHE/src/tests"
 printf 'bootstrap.servers=127.0.0.1:9092\nbroker.address.family=v4\n' > test.conf
 export LD_LIBRARY_PATH=../src:../src-cpp TEST_KAFKA_VERSION=3.9.0
 mkdir -p "$ROOT/conformance"
-results=$ROOT/conformance/results.txt
+results=${RESULTS:-$ROOT/conformance/results.txt}
 : > "$results"
 pass=0 fail=0
 for t in $TESTS; do
-  if TESTS=$t timeout 600 ./test-runner -p1 -E -L > "$DATA/test-$t.log" 2>&1; then
+  if TESTS=$t timeout "$TEST_TIMEOUT" ./test-runner -p1 -E -L > "$DATA/test-$t.log" 2>&1; then
     echo "PASS $t" | tee -a "$results"; pass=$((pass + 1))
   else
     echo "FAIL $t" | tee -a "$results"; fail=$((fail + 1))
