@@ -1,0 +1,226 @@
+"""Type stubs for the Rust extension `kafkars._core` (rust/kafkars-python)."""
+
+from collections.abc import Callable, Iterator, Mapping
+from os import PathLike
+from typing import Any, Protocol
+
+__version__: str
+
+class KafkarsError(Exception): ...
+class CorruptRecordError(KafkarsError):
+    """args: (kafka_error_code, message)"""
+
+class LogError(KafkarsError):
+    """args: (kafka_error_code, message)"""
+
+# -- record batches ----------------------------------------------------------------------
+
+class Record:
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes | None]]
+    size_in_bytes: int
+    attributes: int
+
+class RecordBatch:
+    def __init__(self, data: bytes) -> None: ...
+    position: int
+    base_offset: int
+    last_offset: int
+    next_offset: int
+    size_in_bytes: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    is_valid: bool
+    attributes: int
+    compression: str
+    timestamp_type: str
+    is_transactional: bool
+    is_control: bool
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    last_sequence: int
+    records_count: int
+    def validate(self) -> None: ...
+    def records(self) -> list[Record]: ...
+    def to_bytes(self) -> bytes: ...
+    def __len__(self) -> int: ...
+
+def decode_batches(data: bytes) -> list[RecordBatch]: ...
+def build_batch(
+    records: list[tuple[bytes | None, bytes | None, int, list[tuple[str, bytes | None]]]],
+    *,
+    compression: str = "none",
+    base_offset: int = 0,
+    partition_leader_epoch: int = -1,
+    log_append_time: int | None = None,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    is_transactional: bool = False,
+) -> bytes: ...
+
+class SegmentReader(Iterator[RecordBatch]):
+    invalid_bytes: int
+    error: str | None
+    size: int
+    def __init__(self, path: str | PathLike[str], start_position: int = 0) -> None: ...
+    def __iter__(self) -> SegmentReader: ...
+    def __next__(self) -> RecordBatch: ...
+
+# -- record data handles (never copied into Python on the broker's paths) ---------------
+
+class RecordSet:
+    def __init__(self, data: bytes) -> None: ...
+    def __len__(self) -> int: ...
+    def size_in_bytes(self) -> int: ...
+    def to_bytes(self) -> bytes: ...
+
+class FileRecords:
+    @staticmethod
+    def empty() -> FileRecords: ...
+    def __len__(self) -> int: ...
+    position: int
+    fetch_offset_metadata: tuple[int, int, int] | None
+    def read_bytes(self) -> bytes: ...
+
+# -- storage -----------------------------------------------------------------------------
+
+class LogAppendInfo:
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    log_append_time: int
+    log_start_offset: int
+    valid_bytes: int
+    num_messages: int
+
+class Log:
+    topic: str
+    partition: int
+    dir: str
+    dir_parent: str | None
+    log_end_offset: int
+    log_start_offset: int
+    high_watermark: int
+    recovery_point: int
+    size_in_bytes: int
+    num_segments: int
+    latest_epoch: int | None
+    def append_as_leader(self, records: RecordSet, leader_epoch: int) -> LogAppendInfo: ...
+    def read(
+        self, offset: int, max_bytes: int, upper_bound: int, min_one_message: bool
+    ) -> FileRecords: ...
+    def fetch_offset_by_timestamp(self, timestamp: int) -> tuple[int, int, int] | None: ...
+    def bytes_available(
+        self, fetch_offset_metadata: tuple[int, int, int] | None, fetch_offset: int
+    ) -> int: ...
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]: ...
+    def update_config(self, settings: Mapping[str, Any]) -> None: ...
+    def flush(self) -> None: ...
+    def roll(self) -> None: ...
+    def __getattr__(self, name: str) -> Any: ...
+
+class LogManager:
+    def __init__(
+        self, log_dirs: list[str], broker_id: int, cluster_id: str | None = None
+    ) -> None: ...
+    broker_id: int
+    log_dirs: list[str]
+    def load_logs(
+        self,
+        threads_per_dir: int,
+        default_config: Mapping[str, Any],
+        topic_configs: Mapping[str, Mapping[str, Any]],
+    ) -> dict[str, Any]: ...
+    def get_log(self, topic: str, partition: int) -> Log | None: ...
+    def get_or_create_log(self, topic: str, partition: int, settings: Mapping[str, Any]) -> Log: ...
+    def delete_log(self, topic: str, partition: int) -> bool: ...
+    def all_logs(self) -> list[Log]: ...
+    def checkpoint(self) -> None: ...
+    def flush_dirty_logs(self, now_ms: int) -> int: ...
+    def delete_pending(self, now_ms: int) -> int: ...
+    def shutdown(self) -> None: ...
+    def __getattr__(self, name: str) -> Any: ...
+
+# -- delayed operations ------------------------------------------------------------------
+
+class DelayedOperation(Protocol):
+    delay_ms: int
+    def try_complete(self) -> bool: ...
+    def on_complete(self) -> None: ...
+    def on_expiration(self) -> None: ...
+
+class DelayedOperationPurgatory:
+    def __init__(self, name: str, purge_interval: int = 1000) -> None: ...
+    def try_complete_else_watch(self, op: DelayedOperation, keys: list[str]) -> bool: ...
+    def check_and_complete(self, key: str) -> int: ...
+    watched: int
+    delayed: int
+    def shutdown(self) -> None: ...
+
+# -- network -----------------------------------------------------------------------------
+
+class Request:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    listener_name: str
+    security_protocol: str
+    client_host: str
+    client_port: int
+    connection_id: int
+    unsupported_version: bool
+    body: Any
+    answered: bool
+    age_ms: float
+    def respond(self, response: Mapping[str, Any]) -> None: ...
+    def send_no_response(self) -> None: ...
+    def close_connection(self) -> None: ...
+
+class SocketServer:
+    def __init__(
+        self,
+        listeners: list[tuple[str, str, str, int]],
+        handler: Callable[[Request], Mapping[str, Any] | None],
+        *,
+        num_network_threads: int = 3,
+        num_io_threads: int = 8,
+        queued_max_requests: int = 500,
+        socket_request_max_bytes: int = 104857600,
+        connections_max_idle_ms: int = 600000,
+        max_connections: int = 2147483647,
+        max_connections_per_ip: int = 2147483647,
+        max_connections_per_ip_overrides: Mapping[str, int] = ...,
+        socket_send_buffer_bytes: int = -1,
+        socket_receive_buffer_bytes: int = -1,
+    ) -> None: ...
+    listeners: list[tuple[str, str, str, int]]
+    request_queue_size: int
+    connection_count: int
+    def shutdown(self) -> None: ...
+
+# -- the wire codec (tests and tools) ----------------------------------------------------
+
+class _Protocol:
+    def decode_request(self, api_key: int, api_version: int, body: bytes) -> dict[str, Any]: ...
+    def encode_response(
+        self, api_key: int, api_version: int, response: Mapping[str, Any]
+    ) -> bytes: ...
+    def api_keys(self) -> dict[str, tuple[int, int, int]]: ...
+    def normalize_response(
+        self, api_key: int, response: Mapping[str, Any], version: int | None = None
+    ) -> dict[str, Any]: ...
+
+protocol: _Protocol
+
+def __getattr__(name: str) -> Any: ...
