@@ -35,11 +35,9 @@ def test_kafka_apis_handle_api_versions(benchmark, broker: Broker) -> None:
     benchmark(apis.handle, request)
 
 
-def test_api_versions_round_trip(benchmark, broker: Broker) -> None:
-    """One ApiVersions v0 request over TCP: Rust framing, decode, GIL, routing, encode."""
+def _round_trip_bench(benchmark, broker: Broker, frame: bytes) -> None:
     host, port = broker.bootstrap_servers.rsplit(":", 1)
     sock = socket.create_connection((host, int(port)))
-    frame = struct.pack(">ihhih", 10, 18, 0, 1, 0)
 
     def round_trip() -> None:
         sock.sendall(frame)
@@ -50,21 +48,14 @@ def test_api_versions_round_trip(benchmark, broker: Broker) -> None:
 
     benchmark(round_trip)
     sock.close()
+
+
+def test_api_versions_round_trip(benchmark, broker: Broker) -> None:
+    """One ApiVersions v0 request over TCP: Rust framing, decode, GIL, routing, encode."""
+    _round_trip_bench(benchmark, broker, struct.pack(">ihhih", 10, 18, 0, 1, 0))
 
 
 def test_metadata_round_trip(benchmark, broker: Broker) -> None:
     """Metadata v1 for all topics (none here): the smallest real client request."""
-    host, port = broker.bootstrap_servers.rsplit(":", 1)
-    sock = socket.create_connection((host, int(port)))
     body = struct.pack(">hhih", 3, 1, 1, 0) + struct.pack(">i", -1)
-    frame = struct.pack(">i", len(body)) + body
-
-    def round_trip() -> None:
-        sock.sendall(frame)
-        size = struct.unpack(">i", sock.recv(4))[0]
-        remaining = size
-        while remaining:
-            remaining -= len(sock.recv(remaining))
-
-    benchmark(round_trip)
-    sock.close()
+    _round_trip_bench(benchmark, broker, struct.pack(">i", len(body)) + body)
