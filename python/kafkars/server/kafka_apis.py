@@ -13,6 +13,7 @@ from kafkars.server.apis import (
     cluster,
     configs,
     fetch,
+    groups,
     list_offsets,
     metadata,
     produce,
@@ -42,6 +43,17 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.DESCRIBE_CONFIGS: configs.handle_describe_configs,
     ApiKey.ALTER_CONFIGS: configs.handle_alter_configs,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: configs.handle_incremental_alter_configs,
+    ApiKey.FIND_COORDINATOR: groups.handle_find_coordinator,
+    ApiKey.JOIN_GROUP: groups.handle_join_group,
+    ApiKey.SYNC_GROUP: groups.handle_sync_group,
+    ApiKey.HEARTBEAT: groups.handle_heartbeat,
+    ApiKey.LEAVE_GROUP: groups.handle_leave_group,
+    ApiKey.OFFSET_COMMIT: groups.handle_offset_commit,
+    ApiKey.OFFSET_FETCH: groups.handle_offset_fetch,
+    ApiKey.OFFSET_DELETE: groups.handle_offset_delete,
+    ApiKey.DESCRIBE_GROUPS: groups.handle_describe_groups,
+    ApiKey.LIST_GROUPS: groups.handle_list_groups,
+    ApiKey.DELETE_GROUPS: groups.handle_delete_groups,
 }
 
 

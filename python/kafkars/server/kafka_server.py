@@ -17,6 +17,9 @@ from typing import Any
 
 from kafkars import _core
 from kafkars.config import ConfigStore, KafkaConfig, LogConfig, describe_topic
+from kafkars.coordinator.group import GroupCoordinator
+from kafkars.coordinator.group.group_coordinator import GroupConfig
+from kafkars.coordinator.group.group_metadata_manager import GroupMetadataManager
 from kafkars.log import read_properties
 from kafkars.server.delayed_fetch import FetchPurgatory
 from kafkars.server.errors import Errors, KafkaError
@@ -88,6 +91,7 @@ class KafkaServer:
         self.config = config
         self.socket_server: Any = None
         self.fetch_purgatory: FetchPurgatory | None = None
+        self.group_coordinator: GroupCoordinator | None = None
         self._shutdown_lock = threading.Lock()
         self._started = False
         self._stopped = threading.Event()
@@ -178,6 +182,12 @@ class KafkaServer:
 
         self.fetch_purgatory = FetchPurgatory(self)
         self.replica_manager.add_append_listener(self.fetch_purgatory.on_append)
+        self.group_metadata_manager = GroupMetadataManager(self)
+        self.group_coordinator = GroupCoordinator(
+            GroupConfig.from_broker(self.config), self.group_metadata_manager
+        )
+        self.group_coordinator.startup()
+        t = step("group coordinator", t)
         self.apis = KafkaApis(self)
         t = step("apis", t)
 
@@ -244,6 +254,8 @@ class KafkaServer:
                 self.socket_server.shutdown()
             if self.fetch_purgatory is not None:
                 self.fetch_purgatory.shutdown()
+            if self.group_coordinator is not None:
+                self.group_coordinator.shutdown()
             if self._started:
                 self.log_manager.shutdown()
             self._stopped.set()

@@ -1,0 +1,176 @@
+"""GroupMetadataManager: keeps groups and offsets durable in `__consumer_offsets`.
+
+The topic is created on first use (compacted, `offsets.topic.num.partitions`), each
+group's records go to partition `partition_for(group_id)`, and start-up replays every
+partition (last record per key wins; a null value deletes) to rebuild the groups.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import TYPE_CHECKING
+
+from kafkars import _core, codec
+from kafkars.coordinator.group import records
+from kafkars.coordinator.group.group_metadata import GroupMetadata, OffsetAndMetadata
+
+if TYPE_CHECKING:
+    from kafkars.server.kafka_server import KafkaServer
+
+log = logging.getLogger("kafkars.coordinator.group.GroupMetadataManager")
+
+GROUP_METADATA_TOPIC_NAME = "__consumer_offsets"
+
+Record = tuple[bytes, bytes | None]
+
+
+class GroupStore:
+    """Where the coordinator persists its records. This base keeps nothing (unit tests);
+    `GroupMetadataManager` writes to `__consumer_offsets`."""
+
+    num_partitions = 1
+
+    def partition_for(self, group_id: str) -> int:
+        return records.partition_for(group_id, self.num_partitions)
+
+    def append(self, group_id: str, batch: list[Record]) -> None:
+        pass
+
+    def load(self) -> dict[str, GroupMetadata]:
+        return {}
+
+    def store_group(self, group: GroupMetadata, assignment: dict[str, bytes]) -> None:
+        key = records.group_metadata_key(group.group_id)
+        self.append(group.group_id, [(key, records.group_metadata_value(group, assignment))])
+
+    def store_offsets(
+        self, group_id: str, offsets: dict[tuple[str, int], OffsetAndMetadata]
+    ) -> None:
+        batch: list[Record] = [
+            (records.offset_commit_key(group_id, t, p), records.offset_commit_value(o))
+            for (t, p), o in offsets.items()
+        ]
+        if batch:
+            self.append(group_id, batch)
+
+    def delete_offsets(self, group_id: str, keys: list[tuple[str, int]]) -> None:
+        if keys:
+            self.append(
+                group_id, [(records.offset_commit_key(group_id, t, p), None) for t, p in keys]
+            )
+
+    def delete_group(self, group: GroupMetadata) -> None:
+        batch: list[Record] = [
+            (records.offset_commit_key(group.group_id, t, p), None) for t, p in group.offsets
+        ]
+        batch.append((records.group_metadata_key(group.group_id), None))
+        self.append(group.group_id, batch)
+
+
+class GroupMetadataManager(GroupStore):
+    """The durable store on this broker's `__consumer_offsets` partitions."""
+
+    def __init__(self, server: KafkaServer) -> None:
+        self.server = server
+        self.num_partitions = int(server.config.get("offsets.topic.num.partitions"))
+        self._create_lock = threading.Lock()
+        self._append_lock = threading.Lock()
+        existing = server.metadata.get(GROUP_METADATA_TOPIC_NAME)
+        if existing is not None:
+            # The partition count is fixed once the topic exists, whatever the config says now.
+            self.num_partitions = existing.num_partitions
+
+    def ensure_topic(self) -> None:
+        """Creates `__consumer_offsets` on first use, as Kafka does on FindCoordinator."""
+        if self.server.metadata.get(GROUP_METADATA_TOPIC_NAME) is not None:
+            return
+        with self._create_lock:
+            if self.server.metadata.get(GROUP_METADATA_TOPIC_NAME) is not None:
+                return
+            configs = {
+                "cleanup.policy": "compact",
+                "compression.type": "producer",
+                "segment.bytes": str(self.server.config.get("offsets.topic.segment.bytes")),
+            }
+            self.server.create_topic(GROUP_METADATA_TOPIC_NAME, self.num_partitions, configs)
+
+    def append(self, group_id: str, batch: list[Record]) -> None:
+        self.ensure_topic()
+        now = int(time.time() * 1000)
+        data = codec.build_batch([(k, v, now, []) for k, v in batch], compression="none")
+        with self._append_lock:
+            self.server.replica_manager.append(
+                GROUP_METADATA_TOPIC_NAME, self.partition_for(group_id), _core.RecordSet(data)
+            )
+
+    def load(self) -> dict[str, GroupMetadata]:
+        """Replays every partition: the coordinator's state as of the last shutdown."""
+        if self.server.metadata.get(GROUP_METADATA_TOPIC_NAME) is None:
+            return {}
+        started = time.monotonic()
+        buffer = int(self.server.config.get("offsets.load.buffer.size"))
+        groups: dict[str, GroupMetadata] = {}
+        offsets: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
+        removed: set[str] = set()
+        count = 0
+        for index in range(self.num_partitions):
+            partition_log = self.server.replica_manager.get_partition(
+                GROUP_METADATA_TOPIC_NAME, index
+            ).log
+            position = partition_log.log_start_offset
+            end = partition_log.log_end_offset
+            while position < end:
+                data = partition_log.read(position, buffer, end, True).read_bytes()
+                if not data:
+                    break
+                for batch in codec.decode_batches(data):
+                    position = max(position, batch.next_offset)
+                    if batch.is_control:
+                        continue
+                    for record in batch.records():
+                        if record.offset < partition_log.log_start_offset or record.key is None:
+                            continue
+                        count += 1
+                        self._replay(record.key, record.value, groups, offsets, removed)
+        for group_id, group_offsets in offsets.items():
+            group = groups.get(group_id)
+            if group is None:
+                group = groups[group_id] = GroupMetadata(group_id)  # a simple-commit group
+            group.offsets.update(group_offsets)
+        log.info(
+            "Loaded %d group(s) from %d record(s) of %s in %.0f ms",
+            len(groups),
+            count,
+            GROUP_METADATA_TOPIC_NAME,
+            (time.monotonic() - started) * 1000,
+        )
+        return groups
+
+    @staticmethod
+    def _replay(
+        key_bytes: bytes,
+        value: bytes | None,
+        groups: dict[str, GroupMetadata],
+        offsets: dict[str, dict[tuple[str, int], OffsetAndMetadata]],
+        removed: set[str],
+    ) -> None:
+        try:
+            key = records.read_key(key_bytes)
+            if isinstance(key, records.OffsetKey):
+                group_offsets = offsets.setdefault(key.group, {})
+                if value is None:
+                    group_offsets.pop((key.topic, key.partition), None)
+                else:
+                    group_offsets[(key.topic, key.partition)] = records.read_offset_commit_value(
+                        value
+                    )
+            elif isinstance(key, records.GroupKey):
+                if value is None:
+                    groups.pop(key.group, None)
+                    removed.add(key.group)
+                else:
+                    groups[key.group] = records.read_group_metadata_value(key.group, value)
+        except (ValueError, IndexError, UnicodeDecodeError) as e:  # struct.error is a ValueError
+            log.warning("Skipping unreadable %s record: %s", GROUP_METADATA_TOPIC_NAME, e)

@@ -1,0 +1,290 @@
+"""Group APIs: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,
+OffsetFetch, OffsetDelete, DescribeGroups, ListGroups, DeleteGroups.
+
+Each handler turns the request dict into a `GroupCoordinator` call; JoinGroup and
+SyncGroup answer later, from whichever thread completes the rebalance.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from kafkars.coordinator.group.group_metadata import OffsetAndMetadata
+from kafkars.server.errors import Errors
+
+if TYPE_CHECKING:
+    from kafkars.coordinator.group import GroupCoordinator
+    from kafkars.server.kafka_server import KafkaServer
+
+COORDINATOR_TYPE_GROUP, COORDINATOR_TYPE_TRANSACTION = 0, 1
+# DescribeGroups without include_authorized_operations (Kafka's "not requested" value).
+AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+
+
+def _coordinator(server: KafkaServer) -> GroupCoordinator:
+    coordinator = server.group_coordinator
+    assert coordinator is not None  # created at start-up, before requests are served
+    return coordinator
+
+
+def _answer(request: Any, response: dict[str, Any]) -> None:
+    if not request.answered:
+        request.respond(response)
+
+
+# -- FindCoordinator ----------------------------------------------------------------------
+def handle_find_coordinator(server: KafkaServer, request: Any) -> dict[str, Any]:
+    body = request.body
+    key_type = body.get("key_type", 0)
+    host, port = server.advertised_endpoint(request.listener_name)
+
+    def find(key: str) -> dict[str, Any]:
+        if key_type not in (COORDINATOR_TYPE_GROUP, COORDINATOR_TYPE_TRANSACTION):
+            error, message = Errors.INVALID_REQUEST, f"Unknown coordinator type {key_type}"
+        elif not key:
+            error, message = Errors.INVALID_REQUEST, "The key must not be empty"
+        else:
+            error, message = Errors.NONE, None
+            if key_type == COORDINATOR_TYPE_GROUP:
+                server.group_metadata_manager.ensure_topic()
+        ok = error is Errors.NONE
+        return {
+            "key": key,
+            "node_id": server.broker_id if ok else -1,
+            "host": host if ok else "",
+            "port": port if ok else -1,
+            "error_code": int(error),
+            "error_message": message,
+        }
+
+    if request.api_version >= 4:
+        return {"throttle_time_ms": 0, "coordinators": [find(k) for k in body["coordinator_keys"]]}
+    one = find(body["key"])
+    del one["key"]
+    return {"throttle_time_ms": 0, **one}
+
+
+# -- JoinGroup / SyncGroup / Heartbeat / LeaveGroup ----------------------------------------
+def handle_join_group(server: KafkaServer, request: Any) -> None:
+    body = request.body
+    version = request.api_version
+
+    def respond(response: dict[str, Any]) -> None:
+        if version < 7 and response["protocol_name"] is None:
+            response["protocol_name"] = ""  # not nullable before v7
+        _answer(request, {"throttle_time_ms": 0, **response})
+
+    session_timeout = body["session_timeout_ms"]
+    # v0 has no rebalance timeout: the session timeout bounds the rebalance too.
+    rebalance_timeout = body["rebalance_timeout_ms"] if version >= 1 else session_timeout
+    _coordinator(server).handle_join_group(
+        group_id=body["group_id"],
+        member_id=body["member_id"],
+        group_instance_id=body.get("group_instance_id") if version >= 5 else None,
+        require_known_member_id=version >= 4,
+        client_id=request.client_id or "",
+        client_host=f"/{request.client_host}",
+        rebalance_timeout_ms=rebalance_timeout,
+        session_timeout_ms=session_timeout,
+        protocol_type=body["protocol_type"],
+        protocols=[(p["name"], bytes(p["metadata"])) for p in body["protocols"]],
+        callback=respond,
+    )
+    return None
+
+
+def handle_sync_group(server: KafkaServer, request: Any) -> None:
+    body = request.body
+    version = request.api_version
+    _coordinator(server).handle_sync_group(
+        group_id=body["group_id"],
+        generation_id=body["generation_id"],
+        member_id=body["member_id"],
+        group_instance_id=body.get("group_instance_id") if version >= 3 else None,
+        protocol_type=body.get("protocol_type") if version >= 5 else None,
+        protocol_name=body.get("protocol_name") if version >= 5 else None,
+        assignments={a["member_id"]: bytes(a["assignment"]) for a in body["assignments"]},
+        callback=lambda response: _answer(request, {"throttle_time_ms": 0, **response}),
+    )
+    return None
+
+
+def handle_heartbeat(server: KafkaServer, request: Any) -> dict[str, Any]:
+    body = request.body
+    error = _coordinator(server).handle_heartbeat(
+        body["group_id"],
+        body["member_id"],
+        body.get("group_instance_id") if request.api_version >= 3 else None,
+        body["generation_id"],
+    )
+    return {"throttle_time_ms": 0, "error_code": int(error)}
+
+
+def handle_leave_group(server: KafkaServer, request: Any) -> dict[str, Any]:
+    body = request.body
+    if request.api_version >= 3:
+        leaving = [(m["member_id"], m.get("group_instance_id")) for m in body["members"]]
+    else:
+        leaving = [(body["member_id"], None)]
+    error, results = _coordinator(server).handle_leave_group(body["group_id"], leaving)
+    if request.api_version < 3:
+        top = error if error is not Errors.NONE else (results[0] if results else Errors.NONE)
+        return {"throttle_time_ms": 0, "error_code": int(top), "members": []}
+    return {
+        "throttle_time_ms": 0,
+        "error_code": int(error),
+        "members": [
+            {"member_id": m, "group_instance_id": i, "error_code": int(e)}
+            for (m, i), e in zip(leaving, results, strict=False)
+        ],
+    }
+
+
+# -- offsets ------------------------------------------------------------------------------
+def _partition_exists(server: KafkaServer, topic: str, partition: int) -> bool:
+    meta = server.metadata.get(topic)
+    return meta is not None and 0 <= partition < meta.num_partitions
+
+
+def handle_offset_commit(server: KafkaServer, request: Any) -> dict[str, Any]:
+    body = request.body
+    version = request.api_version
+    now = int(time.time() * 1000)
+    retention = body.get("retention_time_ms", -1) if 2 <= version <= 4 else -1
+    offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
+    unknown: set[tuple[str, int]] = set()
+    for t in body["topics"]:
+        for p in t["partitions"]:
+            tp = (t["name"], p["partition_index"])
+            if not _partition_exists(server, *tp):
+                unknown.add(tp)
+                continue
+            offsets[tp] = OffsetAndMetadata(
+                offset=p["committed_offset"],
+                leader_epoch=p.get("committed_leader_epoch", -1) if version >= 6 else -1,
+                metadata=p.get("committed_metadata") or "",
+                commit_timestamp=now,
+                expire_timestamp=now + retention if retention >= 0 else None,
+            )
+    results = _coordinator(server).handle_commit_offsets(
+        body["group_id"],
+        body["member_id"],
+        body.get("group_instance_id") if version >= 7 else None,
+        body["generation_id_or_member_epoch"],
+        offsets,
+    )
+    topics = []
+    for t in body["topics"]:
+        partitions = []
+        for p in t["partitions"]:
+            tp = (t["name"], p["partition_index"])
+            error = Errors.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else results[tp]
+            partitions.append({"partition_index": tp[1], "error_code": int(error)})
+        topics.append({"name": t["name"], "partitions": partitions})
+    return {"throttle_time_ms": 0, "topics": topics}
+
+
+def _fetch_group(
+    server: KafkaServer, group_id: str, topics: list[dict[str, Any]] | None
+) -> list[dict[str, Any]]:
+    wanted = (
+        None if topics is None else [(t["name"], p) for t in topics for p in t["partition_indexes"]]
+    )
+    found = _coordinator(server).handle_fetch_offsets(group_id, wanted)
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for (topic, partition), o in found.items():
+        by_topic.setdefault(topic, []).append(
+            {
+                "partition_index": partition,
+                "committed_offset": -1 if o is None else o.offset,
+                "committed_leader_epoch": -1 if o is None else o.leader_epoch,
+                "metadata": "" if o is None else o.metadata,
+                "error_code": 0,
+            }
+        )
+    return [{"name": name, "partitions": parts} for name, parts in by_topic.items()]
+
+
+def handle_offset_fetch(server: KafkaServer, request: Any) -> dict[str, Any]:
+    body = request.body
+    if request.api_version >= 8:
+        groups = [
+            {
+                "group_id": g["group_id"],
+                "topics": _fetch_group(server, g["group_id"], g.get("topics")),
+                "error_code": 0,
+            }
+            for g in body["groups"]
+        ]
+        return {"throttle_time_ms": 0, "groups": groups}
+    topics = body.get("topics")
+    if topics is None and request.api_version < 2:
+        topics = []  # v0-1 cannot ask for every partition
+    return {
+        "throttle_time_ms": 0,
+        "topics": _fetch_group(server, body["group_id"], topics),
+        "error_code": 0,
+    }
+
+
+def handle_offset_delete(server: KafkaServer, request: Any) -> dict[str, Any]:
+    body = request.body
+    wanted = [(t["name"], p["partition_index"]) for t in body["topics"] for p in t["partitions"]]
+    error, results = _coordinator(server).handle_delete_offsets(body["group_id"], wanted)
+    if error is not Errors.NONE:
+        return {"throttle_time_ms": 0, "error_code": int(error), "topics": []}
+    topics = [
+        {
+            "name": t["name"],
+            "partitions": [
+                {
+                    "partition_index": p["partition_index"],
+                    "error_code": int(results[(t["name"], p["partition_index"])]),
+                }
+                for p in t["partitions"]
+            ],
+        }
+        for t in body["topics"]
+    ]
+    return {"throttle_time_ms": 0, "error_code": 0, "topics": topics}
+
+
+# -- admin --------------------------------------------------------------------------------
+def handle_describe_groups(server: KafkaServer, request: Any) -> dict[str, Any]:
+    coordinator = _coordinator(server)
+    groups = []
+    for group_id in request.body["groups"]:
+        described = coordinator.describe_group(group_id)
+        described["error_message"] = None
+        described["authorized_operations"] = AUTHORIZED_OPERATIONS_OMITTED
+        groups.append(described)
+    return {"throttle_time_ms": 0, "groups": groups}
+
+
+def handle_list_groups(server: KafkaServer, request: Any) -> dict[str, Any]:
+    body = request.body
+    states = set(body.get("states_filter") or []) if request.api_version >= 4 else None
+    types = (
+        {t.lower() for t in body.get("types_filter") or []} if request.api_version >= 5 else set()
+    )
+    if types and "classic" not in types:
+        listed = []  # every group here is a classic group
+    else:
+        listed = _coordinator(server).list_groups(states or None)
+    return {
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "groups": [
+            {"group_id": g, "protocol_type": pt, "group_state": state, "group_type": "classic"}
+            for g, pt, state in listed
+        ],
+    }
+
+
+def handle_delete_groups(server: KafkaServer, request: Any) -> dict[str, Any]:
+    results = _coordinator(server).handle_delete_groups(list(request.body["groups_names"]))
+    return {
+        "throttle_time_ms": 0,
+        "results": [{"group_id": g, "error_code": int(e)} for g, e in results.items()],
+    }
