@@ -227,3 +227,33 @@ def test_kcat_group_consumes_then_has_nothing_left(broker: Broker, topic: str) -
         capture_output=True, timeout=30,
     )  # fmt: skip
     assert second.stdout == b""
+
+
+def test_consumer_groups_cli(broker: Broker, topic: str) -> None:
+    from click.testing import CliRunner
+
+    from kafkars.tools.consumer_groups import main
+
+    create_topic(broker, topic, 2)
+    produce(broker, topic, 10, 2)
+    g = group()
+    c = consumer(broker, g)
+    c.commit(offsets=[TopicPartition(topic, 0, 2), TopicPartition(topic, 1, 5)], asynchronous=False)
+    c.close()
+    run = CliRunner().invoke
+    b = ["-b", broker.bootstrap_servers]
+    listed = run(main, [*b, "--list"])
+    assert listed.exit_code == 0 and g in listed.output.split()
+    described = run(main, [*b, "--describe", "--group", g])
+    assert described.exit_code == 0, described.output
+    rows = [line.split() for line in described.output.splitlines() if line.startswith(g)]
+    assert [r[2:6] for r in rows] == [["0", "2", "5", "3"], ["1", "5", "5", "0"]]
+    reset = [*b, "--reset-offsets", "--group", g, "--topic", topic, "--to-earliest", "--execute"]
+    assert run(main, reset).exit_code == 0
+    check = consumer(broker, g)
+    committed = check.committed([TopicPartition(topic, 0), TopicPartition(topic, 1)], 10)
+    check.close()
+    assert [tp.offset for tp in committed] == [0, 0]
+    deleted = run(main, [*b, "--delete", "--group", g])
+    assert deleted.exit_code == 0, deleted.output
+    assert g not in run(main, [*b, "--list"]).output.split()
