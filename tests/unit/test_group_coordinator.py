@@ -186,14 +186,14 @@ def test_pending_follower_sync_fails_when_rebalance_restarts(coordinator: GroupC
 
 def test_leader_never_syncs(coordinator: GroupCoordinator) -> None:
     a = join(coordinator, session=300, rebalance=300).get()
-    b = join(coordinator, session=300, rebalance=300)
+    b = join(coordinator, session=5000, rebalance=300)
     join(coordinator, a["member_id"], session=300, rebalance=300).get()
     follower = b.get()["member_id"]
     waiting = sync(coordinator, follower, 2)
     # The leader neither syncs nor heartbeats: it is removed, the follower told to rejoin.
     assert waiting.get(3)["error_code"] == Errors.REBALANCE_IN_PROGRESS
     assert not group(coordinator).has(a["member_id"])
-    r = join(coordinator, follower, session=300, rebalance=300).get()
+    r = join(coordinator, follower, session=5000, rebalance=300).get()
     assert r["leader"] == follower and r["generation_id"] == 3
 
 
