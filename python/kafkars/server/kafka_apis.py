@@ -12,6 +12,7 @@ from kafkars.server.api_keys import ApiKey, advertised_versions
 from kafkars.server.apis import (
     cluster,
     configs,
+    delete_records,
     fetch,
     groups,
     list_offsets,
@@ -35,6 +36,7 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.PRODUCE: produce.handle_produce,
     ApiKey.FETCH: fetch.handle_fetch,
     ApiKey.LIST_OFFSETS: list_offsets.handle_list_offsets,
+    ApiKey.DELETE_RECORDS: delete_records.handle_delete_records,
     ApiKey.CREATE_TOPICS: topics.handle_create_topics,
     ApiKey.DELETE_TOPICS: topics.handle_delete_topics,
     ApiKey.CREATE_PARTITIONS: topics.handle_create_partitions,

@@ -22,10 +22,13 @@ from kafkars.coordinator.group.group_coordinator import GroupConfig
 from kafkars.coordinator.group.group_metadata_manager import GroupMetadataManager
 from kafkars.log import read_properties
 from kafkars.server.delayed_fetch import FetchPurgatory
+from kafkars.server.delayed_produce import ProducePurgatory
 from kafkars.server.errors import Errors, KafkaError
 from kafkars.server.kafka_apis import KafkaApis
+from kafkars.server.log_tasks import schedule_log_tasks
 from kafkars.server.metadata import MetadataStore, TopicMetadata
 from kafkars.server.replica_manager import ReplicaManager
+from kafkars.server.scheduler import KafkaScheduler
 
 log = logging.getLogger("kafkars.server.KafkaServer")
 
@@ -81,6 +84,11 @@ def storage_settings(config: LogConfig) -> dict[str, Any]:
         "compacted": "compact" in get("cleanup.policy"),
         "retention_ms": int(get("retention.ms")),
         "retention_bytes": int(get("retention.bytes")),
+        "delete_policy": "delete" in get("cleanup.policy"),
+        "delete_retention_ms": int(get("delete.retention.ms")),
+        "min_cleanable_dirty_ratio": float(get("min.cleanable.dirty.ratio")),
+        "min_compaction_lag_ms": int(get("min.compaction.lag.ms")),
+        "max_compaction_lag_ms": int(get("max.compaction.lag.ms")),
     }
 
 
@@ -91,6 +99,8 @@ class KafkaServer:
         self.config = config
         self.socket_server: Any = None
         self.fetch_purgatory: FetchPurgatory | None = None
+        self.produce_purgatory: ProducePurgatory | None = None
+        self.kafka_scheduler: KafkaScheduler | None = None
         self.group_coordinator: GroupCoordinator | None = None
         self._shutdown_lock = threading.Lock()
         self._started = False
@@ -180,8 +190,17 @@ class KafkaServer:
             self._become_leader(topic)
         t = step("replica manager", t)
 
+        # Kafka's background tasks: retention, flushes, checkpoints, segment deletion.
+        self.kafka_scheduler = KafkaScheduler(int(self.config.get("background.threads")))
+        self.kafka_scheduler.startup()
+        schedule_log_tasks(self.kafka_scheduler, self.log_manager, self.config)
+        t = step("scheduler", t)
+
         self.fetch_purgatory = FetchPurgatory(self)
         self.replica_manager.add_append_listener(self.fetch_purgatory.on_append)
+        self.produce_purgatory = ProducePurgatory()
+        # One broker: the high watermark moves with each append.
+        self.replica_manager.add_append_listener(self.produce_purgatory.on_high_watermark)
         self.group_metadata_manager = GroupMetadataManager(self)
         self.group_coordinator = GroupCoordinator(
             GroupConfig.from_broker(self.config), self.group_metadata_manager
@@ -248,12 +267,16 @@ class KafkaServer:
             if self._stopped.is_set():
                 return
             log.info("[KafkaServer id=%s] shutting down", getattr(self, "broker_id", "?"))
+            if self.kafka_scheduler is not None:
+                self.kafka_scheduler.shutdown()
             if self.socket_server is not None:
                 # Stop reading and answer what is in flight; waiting fetches still expire
                 # on the purgatory's timer meanwhile, so it stops afterwards.
                 self.socket_server.shutdown()
             if self.fetch_purgatory is not None:
                 self.fetch_purgatory.shutdown()
+            if self.produce_purgatory is not None:
+                self.produce_purgatory.shutdown()
             if self.group_coordinator is not None:
                 self.group_coordinator.shutdown()
             if self._started:

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use kafkars_record::{Compression, TimestampType};
 use kafkars_storage::{
-    Log, LogConfig, LogError, LogManager, LogOffsetMetadata, SystemClock, TopicCompression,
-    TopicPartition,
+    CleanerConfig, Log, LogConfig, LogError, LogManager, LogOffsetMetadata, OffsetMap, SystemClock,
+    TopicCompression, TopicPartition,
 };
 use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
@@ -42,6 +42,11 @@ fn log_config(settings: &Bound<'_, PyDict>) -> PyResult<LogConfig> {
             "retention_ms" => c.retention_ms = value.extract()?,
             "retention_bytes" => c.retention_bytes = value.extract()?,
             "compacted" => c.compacted = value.extract()?,
+            "delete_policy" => c.delete_policy = value.extract()?,
+            "delete_retention_ms" => c.delete_retention_ms = value.extract()?,
+            "min_cleanable_dirty_ratio" => c.min_cleanable_dirty_ratio = value.extract()?,
+            "min_compaction_lag_ms" => c.min_compaction_lag_ms = value.extract()?,
+            "max_compaction_lag_ms" => c.max_compaction_lag_ms = value.extract()?,
             "message_timestamp_type" => {
                 let name: String = value.extract()?;
                 c.message_timestamp_type = match name.as_str() {
@@ -255,6 +260,26 @@ impl PyLog {
         py.detach(|| self.inner.roll()).map_err(log_error)
     }
 
+    /// DeleteRecords: moves the log start offset to `offset` (-1: the high watermark);
+    /// returns the new low watermark. Raises `LogError` (OFFSET_OUT_OF_RANGE) past the
+    /// high watermark.
+    fn delete_records(&self, py: Python<'_>, offset: i64) -> PyResult<i64> {
+        py.detach(|| self.inner.delete_records(offset))
+            .map_err(log_error)
+    }
+
+    /// Retention by this log's policy; returns how many segments were deleted.
+    fn delete_old_segments(&self, py: Python<'_>, now_ms: i64) -> PyResult<usize> {
+        py.detach(|| self.inner.delete_old_segments(now_ms))
+            .map_err(log_error)
+    }
+
+    /// Base offsets of the segments, oldest first.
+    #[getter]
+    fn segment_base_offsets(&self) -> Vec<i64> {
+        self.inner.segment_base_offsets()
+    }
+
     fn __repr__(&self) -> String {
         format!(
             "Log({}, start={}, end={}, hw={})",
@@ -423,6 +448,94 @@ impl PyLogManager {
             Ok::<_, LogError>(m.delete_pending_segments(now_ms)? + m.delete_pending_dirs()?)
         })
         .map_err(log_error)
+    }
+
+    /// The `kafka-log-retention` task: deletes old segments of every log by its
+    /// cleanup policy; returns how many.
+    fn cleanup_logs(&self, py: Python<'_>, now_ms: i64) -> PyResult<usize> {
+        let m = self.manager()?;
+        py.detach(|| m.cleanup_logs(now_ms)).map_err(log_error)
+    }
+
+    /// Writes `recovery-point-offset-checkpoint` (`kafka-recovery-point-checkpoint`).
+    fn checkpoint_recovery_points(&self, py: Python<'_>) -> PyResult<()> {
+        let m = self.manager()?;
+        py.detach(|| m.checkpoint_recovery_points())
+            .map_err(log_error)
+    }
+
+    /// Writes `log-start-offset-checkpoint` (`kafka-log-start-offset-checkpoint`).
+    fn checkpoint_log_start_offsets(&self, py: Python<'_>) -> PyResult<()> {
+        let m = self.manager()?;
+        py.detach(|| m.checkpoint_log_start_offsets())
+            .map_err(log_error)
+    }
+
+    /// Starts the log cleaner threads (`log.cleaner.*` settings).
+    #[pyo3(signature = (threads, dedupe_buffer_size, io_buffer_size, backoff_ms))]
+    fn start_cleaner(
+        &self,
+        threads: usize,
+        dedupe_buffer_size: usize,
+        io_buffer_size: usize,
+        backoff_ms: u64,
+    ) -> PyResult<()> {
+        self.manager()?.start_cleaner(CleanerConfig {
+            threads,
+            dedupe_buffer_size,
+            io_buffer_size,
+            backoff_ms,
+        });
+        Ok(())
+    }
+
+    /// Stops the cleaner threads after their current pass.
+    fn stop_cleaner(&self, py: Python<'_>) -> PyResult<()> {
+        let m = self.manager()?;
+        py.detach(|| m.stop_cleaner());
+        Ok(())
+    }
+
+    /// One cleaning pass over the dirtiest compacted log (with `force`, any compacted
+    /// log with inactive segments). Returns its stats as a dict, or None.
+    #[pyo3(signature = (force = false))]
+    fn clean_once<'py>(
+        &self,
+        py: Python<'py>,
+        force: bool,
+    ) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let m = self.manager()?;
+        let stats = py
+            .detach(|| {
+                let mut map = OffsetMap::new(32 * 1024 * 1024);
+                m.clean_once(&mut map, 512 * 1024, force, &|_| Ok(()))
+            })
+            .map_err(log_error)?;
+        let Some(s) = stats else { return Ok(None) };
+        let out = PyDict::new(py);
+        if let Some(tp) = &s.topic_partition {
+            out.set_item("topic", &tp.topic)?;
+            out.set_item("partition", tp.partition)?;
+        }
+        out.set_item("first_dirty_offset", s.first_dirty_offset)?;
+        out.set_item("end_offset", s.end_offset)?;
+        out.set_item("segments_cleaned", s.segments_cleaned)?;
+        out.set_item("bytes_read", s.bytes_read)?;
+        out.set_item("bytes_written", s.bytes_written)?;
+        out.set_item("records_read", s.records_read)?;
+        out.set_item("records_retained", s.records_retained)?;
+        out.set_item("tombstones_removed", s.tombstones_removed)?;
+        Ok(Some(out))
+    }
+
+    /// `cleaner-offset-checkpoint` of every dir as {(topic, partition): offset}.
+    fn cleaner_checkpoints(&self) -> PyResult<HashMap<(String, i32), i64>> {
+        let m = self.manager()?;
+        Ok(m.cleaner_checkpoints()
+            .map_err(log_error)?
+            .into_iter()
+            .map(|(tp, o)| ((tp.topic, tp.partition), o))
+            .collect())
     }
 
     /// Flushes everything, writes the checkpoints and the clean-shutdown marker, then

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kafkars.server.delayed_produce import DelayedProduce
 from kafkars.server.errors import Errors, KafkaError
 
 if TYPE_CHECKING:
@@ -27,6 +28,7 @@ def _partition_result(server: KafkaServer, topic: str, data: dict[str, Any]) -> 
     result["base_offset"] = info.first_offset
     result["log_append_time_ms"] = info.log_append_time
     result["log_start_offset"] = info.log_start_offset
+    result["_last_offset"] = info.last_offset
     return result
 
 
@@ -53,4 +55,23 @@ def handle_produce(server: KafkaServer, request: Any) -> dict[str, Any] | None:
         # The client expects no answer; errors surface to it as metadata refreshes.
         request.send_no_response()
         return None
-    return {"responses": responses, "throttle_time_ms": 0}
+    response = {"responses": responses, "throttle_time_ms": 0}
+    purgatory = getattr(server, "produce_purgatory", None)
+    if acks == -1 and purgatory is not None:
+        # acks=all waits in the purgatory until the high watermarks reach the appends.
+        pending = {
+            (t["name"], p["index"]): (p["_last_offset"] + 1, p)
+            for t in responses
+            for p in t["partition_responses"]
+            if p.get("error_code") == 0 and "_last_offset" in p
+        }
+        for t in responses:
+            for p in t["partition_responses"]:
+                p.pop("_last_offset", None)
+        if pending:
+            purgatory.watch(DelayedProduce(server, request, response, pending, body["timeout_ms"]))
+            return None
+    for t in responses:
+        for p in t["partition_responses"]:
+            p.pop("_last_offset", None)
+    return response
