@@ -34,15 +34,21 @@ fn append(c: &mut Criterion) {
     group.throughput(Throughput::Bytes(batch.len() as u64));
     let dir = tempfile::tempdir_in(std::env::temp_dir()).unwrap();
 
-    group.bench_function("plain_write_16k", |b| {
-        let path = dir.path().join("plain.bin");
-        let mut f = OpenOptions::new()
+    // The file, the log and their counters live outside the routines: Criterion calls a
+    // routine once per sample, and state rebuilt there would reset (plain) or reopen and
+    // grow without bound (log) between samples, so the two would not write the same way.
+    let path = dir.path().join("plain.bin");
+    let open_plain = || {
+        OpenOptions::new()
             .create(true)
             .truncate(true)
             .write(true)
             .open(&path)
-            .unwrap();
-        let mut n = 0u64;
+            .unwrap()
+    };
+    let mut f = open_plain();
+    let mut n = 0u64;
+    group.bench_function("plain_write_16k", |b| {
         b.iter(|| {
             f.write_all(&batch).unwrap();
             n += 1;
@@ -50,30 +56,25 @@ fn append(c: &mut Criterion) {
                 // Same reset as the log's (a new file, the old one unlinked), so both
                 // pay for evicting 64 MiB of page cache.
                 std::fs::remove_file(&path).unwrap();
-                f = OpenOptions::new()
-                    .create(true)
-                    .truncate(true)
-                    .write(true)
-                    .open(&path)
-                    .unwrap();
+                f = open_plain();
             }
         });
     });
 
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let (log, _) = Log::open(
+        &dir.path().join("bench-0"),
+        TopicPartition::new("bench", 0),
+        LogConfig::default(),
+        0,
+        0,
+        true,
+        clock,
+    )
+    .unwrap();
+    let mut buf = batch.clone();
+    let mut n = 0u64;
     group.bench_function("log_append_as_leader_16k", |b| {
-        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-        let (log, _) = Log::open(
-            &dir.path().join("bench-0"),
-            TopicPartition::new("bench", 0),
-            LogConfig::default(),
-            0,
-            0,
-            true,
-            clock,
-        )
-        .unwrap();
-        let mut buf = batch.clone();
-        let mut n = 0u64;
         b.iter(|| {
             // Offsets and epoch are rewritten in place; the CRC does not cover them,
             // so the same buffer stays a valid produce request.
