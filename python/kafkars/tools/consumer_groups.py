@@ -5,7 +5,7 @@
     kafkars-consumer-groups -b ... --delete --group G
     kafkars-consumer-groups -b ... --reset-offsets --group G --topic T --to-earliest --execute
 
-It speaks the wire protocol through confluent-kafka (the `test` extra), so it
+It speaks the wire protocol through confluent-kafka (see `kafkars.tools.client`), so it
 sees what every client sees.
 """
 
@@ -16,28 +16,7 @@ from typing import Any
 
 import click
 
-
-def _admin(bootstrap: str) -> Any:
-    try:
-        from confluent_kafka.admin import AdminClient
-    except ImportError:  # pragma: no cover - depends on the install
-        raise click.ClickException("needs confluent-kafka: pip install confluent-kafka") from None
-    return AdminClient({"bootstrap.servers": bootstrap})
-
-
-def _consumer(bootstrap: str, group: str) -> Any:
-    from confluent_kafka import Consumer
-
-    return Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False}
-    )
-
-
-def _topic_partitions(admin: Any, topic: str) -> list[int]:
-    meta = admin.list_topics(topic, timeout=10).topics.get(topic)
-    if meta is None or meta.error is not None:
-        raise click.ClickException(f"Topic {topic} does not exist")
-    return sorted(meta.partitions)
+from kafkars.tools import client
 
 
 def _committed(admin: Any, group: str) -> dict[tuple[str, int], int]:
@@ -77,7 +56,7 @@ def main(
         raise click.UsageError("give exactly one of --list, --describe, --delete, --reset-offsets")
     if not list_ and not group_id:
         raise click.UsageError("--group is required")
-    admin = _admin(bootstrap_server)
+    admin = client.admin(bootstrap_server)
     if list_:
         result = admin.list_consumer_groups().result(10)
         for g in sorted(result.valid, key=lambda g: g.group_id):
@@ -109,7 +88,7 @@ def _describe(admin: Any, bootstrap: str, group_id: str) -> None:
         for tp in m.assignment.topic_partitions:
             owner[(tp.topic, tp.partition)] = m
     committed = _committed(admin, group_id)
-    consumer = _consumer(bootstrap, group_id)
+    consumer = client.consumer(bootstrap, group_id)
     try:
         state = getattr(described.state, "name", described.state)
         click.echo(f"Group {group_id} is {state} with {len(described.members)} member(s)\n")
@@ -152,10 +131,10 @@ def _reset(
 ) -> None:
     from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 
-    consumer = _consumer(bootstrap, group_id)
+    consumer = client.consumer(bootstrap, group_id)
     targets = []
     try:
-        for p in _topic_partitions(admin, topic):
+        for p in client.topic_partitions(admin, topic):
             low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
             offset = low if to_earliest else high if to_latest else to_offset
             assert offset is not None
