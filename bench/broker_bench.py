@@ -3,6 +3,7 @@ loopback socket limit measured the same way, idle RSS and embedded start-up time
 
     python bench/broker_bench.py [--records 1000000] [--size 100] [--peer HOST:PORT]
                                  [--json bench/results/broker.json]
+                                 [--png bench/results/broker.png]
 
 Benchmarks measure; they are not tests. `make bench` runs this after the Criterion and
 pytest-benchmark suites.
@@ -35,10 +36,8 @@ def loopback_limit(total_bytes: int, chunk: int = 1 << 20) -> float:
         nonlocal received
         conn, _ = server.accept()
         buf = bytearray(chunk)
-        while received < total_bytes:
-            n = conn.recv_into(buf)
-            if not n:
-                break
+        # Read to EOF: the writer may send past total_bytes to finish its last chunk.
+        while n := conn.recv_into(buf):
             received += n
         conn.close()
 
@@ -51,11 +50,12 @@ def loopback_limit(total_bytes: int, chunk: int = 1 << 20) -> float:
     while sent < total_bytes:
         client.sendall(payload)
         sent += chunk
+    client.shutdown(socket.SHUT_WR)
     t.join()
     elapsed = time.perf_counter() - start
     client.close()
     server.close()
-    return total_bytes / elapsed / 1e6
+    return received / elapsed / 1e6
 
 
 def produce(bootstrap: str, topic: str, records: int, size: int) -> tuple[float, float]:
@@ -164,12 +164,57 @@ def rss_mib(pid: int) -> float:
     return float("nan")
 
 
+def plot(results: dict[str, object], targets: list[str], path: Path) -> None:
+    """Throughput beside the loopback limit, and latency percentiles per offered load."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed (pip install kafkars[bench]): no plot")
+        return
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    names = ["loopback limit"]
+    mbps = [float(results["loopback_MBps"])]  # type: ignore[arg-type]
+    for name in targets:
+        r = results[name]
+        assert isinstance(r, dict)
+        names += [f"{name} produce", f"{name} consume"]
+        mbps += [r["produce_MBps"], r["consume_MBps"]]
+    left.barh(names, mbps, color=["grey"] + ["tab:blue", "tab:orange"] * len(targets))
+    left.set_xscale("log")
+    left.set_xlim(left=1)
+    left.set_xlabel("MB/s (log scale)")
+    left.set_title(f"throughput, {results['records']:,} records of {results['size']} B")
+    quantiles = ["p50", "p99", "p99.9", "max"]
+    width = 0.8 / max(1, 2 * len(targets))
+    bar = 0
+    for name in targets:
+        r = results[name]
+        assert isinstance(r, dict)
+        for lat in r["latency_ms"]:
+            xs = [i + bar * width for i in range(len(quantiles))]
+            right.bar(xs, [lat[q] for q in quantiles], width, label=f"{name} @ {lat['rate']}/s")
+            bar += 1
+    right.set_xticks([i + (bar - 1) * width / 2 for i in range(len(quantiles))], quantiles)
+    right.set_yscale("log")
+    right.set_ylabel("end-to-end latency, ms (log scale)")
+    right.set_title("latency at fixed offered loads")
+    right.legend(fontsize="small")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    print(f"wrote {path}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--size", type=int, default=100)
     ap.add_argument("--peer", help="bootstrap of another broker to measure the same way")
     ap.add_argument("--json", default="bench/results/broker.json")
+    ap.add_argument("--png", default="bench/results/broker.png")
     args = ap.parse_args()
 
     results: dict[str, object] = {"records": args.records, "size": args.size}
@@ -222,6 +267,7 @@ def main() -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2))
     print(f"wrote {out}")
+    plot(results, list(targets), Path(args.png))
 
 
 if __name__ == "__main__":
