@@ -58,7 +58,7 @@ def main(
     if bool(entity_name) == entity_default:
         raise click.UsageError("give exactly one of --entity-name, --entity-default")
     kind = ConfigResource.Type.TOPIC if entity_type == "topics" else ConfigResource.Type.BROKER
-    resource = ConfigResource(kind, "" if entity_default else entity_name)
+    resource = ConfigResource(kind, entity_name or "")
     label = (
         "the default broker"
         if entity_default
