@@ -57,6 +57,8 @@ class Broker:
         self._server: Any = None
         self._child: subprocess.Popen[bytes] | None = None
         self.listeners: list[tuple[str, str, str, int]] = []
+        # The Prometheus endpoint's port, when `kafkars.metrics.port` is configured.
+        self.metrics_port: int | None = None
 
     @property
     def bootstrap_servers(self) -> str:
@@ -73,6 +75,7 @@ class Broker:
             self._server = KafkaServer(KafkaConfig.from_dict(self.overrides))
             self._server.startup()
             self.listeners = self._server.bound_listeners
+            self.metrics_port = self._server.metrics_port
         # Later restarts reuse the port, so clients keep their bootstrap address.
         self.port = self.listeners[0][3]
         self.overrides["listeners"] = f"PLAINTEXT://{self.host}:{self.port}"
@@ -97,7 +100,9 @@ class Broker:
                 self.kill()
                 raise TimeoutError(f"broker did not start: {self.server_log()}")
             time.sleep(0.01)
-        self.listeners = [tuple(x) for x in json.loads(ready.read_text())["listeners"]]  # type: ignore[misc]
+        info = json.loads(ready.read_text())
+        self.listeners = [tuple(x) for x in info["listeners"]]  # type: ignore[misc]
+        self.metrics_port = info.get("metrics_port")
 
     def server_log(self) -> str:
         path = self.log_dir / ".kafkars-server.log"

@@ -68,7 +68,13 @@ def main(
     if ready_file:
         tmp = Path(ready_file + ".tmp")
         tmp.write_text(
-            json.dumps({"listeners": server.bound_listeners, "broker_id": server.broker_id})
+            json.dumps(
+                {
+                    "listeners": server.bound_listeners,
+                    "broker_id": server.broker_id,
+                    "metrics_port": server.metrics_port,
+                }
+            )
         )
         tmp.replace(ready_file)
     while not stop.wait(1.0):

@@ -70,6 +70,7 @@ class DelayedFetch:
             return
         try:
             responses, _, _ = read_plan(self.server, self.plan)
+            self.server.topic_metrics.record_fetch(responses)
             self.request.respond(fetch_response(responses))
         except Exception:
             log.exception("Completing delayed fetch %s failed", self.request)

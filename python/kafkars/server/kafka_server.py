@@ -27,6 +27,7 @@ from kafkars.server.errors import Errors, KafkaError
 from kafkars.server.kafka_apis import KafkaApis
 from kafkars.server.log_tasks import schedule_log_tasks
 from kafkars.server.metadata import MetadataStore, TopicMetadata
+from kafkars.server.metrics import BrokerTopicMetrics, MetricsServer
 from kafkars.server.replica_manager import ReplicaManager
 from kafkars.server.scheduler import KafkaScheduler
 
@@ -102,6 +103,8 @@ class KafkaServer:
         self.produce_purgatory: ProducePurgatory | None = None
         self.kafka_scheduler: KafkaScheduler | None = None
         self.group_coordinator: GroupCoordinator | None = None
+        self.topic_metrics = BrokerTopicMetrics()
+        self.metrics_server: MetricsServer | None = None
         self._shutdown_lock = threading.Lock()
         self._started = False
         self._stopped = threading.Event()
@@ -227,6 +230,11 @@ class KafkaServer:
             socket_receive_buffer_bytes=int(self.config.get("socket.receive.buffer.bytes")),
         )
         t = step("socket server", t)
+        metrics_port = self.config.get("kafkars.metrics.port")
+        if metrics_port is not None:
+            host = self.bound_listeners[0][2]
+            self.metrics_server = MetricsServer(self, host, int(metrics_port))
+            t = step("metrics", t)
         self._started = True
         log.info(
             "[KafkaServer id=%s] started in %.0f ms (%s); listening on %s",
@@ -235,6 +243,10 @@ class KafkaServer:
             ", ".join(f"{n} {ms:.1f} ms" for n, ms in timings),
             ", ".join(f"{n}://{h}:{p}" for n, _, h, p in self.bound_listeners),
         )
+
+    @property
+    def metrics_port(self) -> int | None:
+        return self.metrics_server.port if self.metrics_server else None
 
     @property
     def bound_listeners(self) -> list[tuple[str, str, str, int]]:
@@ -267,6 +279,8 @@ class KafkaServer:
             if self._stopped.is_set():
                 return
             log.info("[KafkaServer id=%s] shutting down", getattr(self, "broker_id", "?"))
+            if self.metrics_server is not None:
+                self.metrics_server.shutdown()
             if self.kafka_scheduler is not None:
                 self.kafka_scheduler.shutdown()
             if self.socket_server is not None:

@@ -134,6 +134,7 @@ def handle_fetch(server: KafkaServer, request: Any) -> dict[str, Any] | None:
         or not plan.partition_keys
         or server.fetch_purgatory is None
     ):
+        server.topic_metrics.record_fetch(responses)
         return fetch_response(responses)
     server.fetch_purgatory.watch(request, plan, responses)
     return None

@@ -24,6 +24,7 @@ def _partition_result(server: KafkaServer, topic: str, data: dict[str, Any]) -> 
         result["error_message"] = e.message
         result["log_start_offset"] = -1
         return result
+    server.topic_metrics.record_append(topic, info.valid_bytes, info.num_messages)
     result["error_code"] = 0
     result["base_offset"] = info.first_offset
     result["log_append_time_ms"] = info.log_append_time

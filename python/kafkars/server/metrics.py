@@ -1,0 +1,173 @@
+"""Broker metrics in Prometheus's text format, served on `kafkars.metrics.port`.
+
+The names follow Kafka's JMX beans as Prometheus exporters usually render them:
+BrokerTopicMetrics (bytes and messages in/out per topic), RequestMetrics (requests and
+time per API), the purgatory sizes, ReplicaManager's under-replicated partitions, and
+per-partition log gauges. The hot paths only bump plain integers under the GIL; every
+family is built when Prometheus scrapes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client.core import (
+    CollectorRegistry,
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    Metric,
+)
+
+from kafkars.server.api_keys import ApiKey
+
+if TYPE_CHECKING:
+    from kafkars.server.kafka_server import KafkaServer
+
+log = logging.getLogger("kafkars.server.Metrics")
+
+
+class BrokerTopicMetrics:
+    """Bytes and messages in and out, per topic (Kafka's BrokerTopicMetrics)."""
+
+    def __init__(self) -> None:
+        self.bytes_in: Counter[str] = Counter()
+        self.messages_in: Counter[str] = Counter()
+        self.bytes_out: Counter[str] = Counter()
+
+    def record_append(self, topic: str, size: int, messages: int) -> None:
+        self.bytes_in[topic] += size
+        self.messages_in[topic] += messages
+
+    def record_fetch(self, responses: list[dict[str, Any]]) -> None:
+        """Counts what a Fetch response carries (file slices: their lengths, no reads)."""
+        for topic in responses:
+            size = sum(len(p["records"]) for p in topic["partitions"])
+            if size:
+                self.bytes_out[topic["topic"]] += size
+
+
+class BrokerCollector:
+    """Builds every family from the broker's live state at scrape time."""
+
+    def __init__(self, server: KafkaServer) -> None:
+        self.server = server
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self._topic_metrics()
+        yield from self._request_metrics()
+        yield from self._broker_gauges()
+        yield from self._log_gauges()
+
+    def _topic_metrics(self) -> Iterator[Metric]:
+        topics = self.server.topic_metrics
+        for name, counter, doc in (
+            ("kafka_server_brokertopicmetrics_bytes_in", topics.bytes_in, "Bytes appended."),
+            ("kafka_server_brokertopicmetrics_messages_in", topics.messages_in, "Records in."),
+            ("kafka_server_brokertopicmetrics_bytes_out", topics.bytes_out, "Bytes fetched."),
+        ):
+            family = CounterMetricFamily(name, doc, labels=["topic"])
+            for topic, value in sorted(counter.copy().items()):
+                family.add_metric([topic], value)
+            yield family
+
+    def _request_metrics(self) -> Iterator[Metric]:
+        apis = getattr(self.server, "apis", None)
+        if apis is None:
+            return
+        count = CounterMetricFamily(
+            "kafka_network_requestmetrics_requests", "Requests handled.", labels=["request"]
+        )
+        seconds = CounterMetricFamily(
+            "kafka_network_requestmetrics_handler_time_seconds",
+            "Time spent in the request handler.",
+            labels=["request"],
+        )
+        times = dict(apis.request_time_ns)
+        for key, n in sorted(dict(apis.request_count).items()):
+            name = _request_name(key)
+            count.add_metric([name], n)
+            seconds.add_metric([name], times.get(key, 0) / 1e9)
+        yield count
+        yield seconds
+
+    def _broker_gauges(self) -> Iterator[Metric]:
+        server = self.server
+        purgatory = GaugeMetricFamily(
+            "kafka_server_delayedoperationpurgatory_purgatory_size",
+            "Operations waiting in a purgatory.",
+            labels=["delayed_operation"],
+        )
+        for name, p in (("Fetch", server.fetch_purgatory), ("Produce", server.produce_purgatory)):
+            if p is not None:
+                purgatory.add_metric([name], p.delayed)
+        yield purgatory
+        # Replication factor is 1 on a single broker: every replica is the leader's own,
+        # so the ISR is always complete.
+        yield GaugeMetricFamily(
+            "kafka_server_replicamanager_under_replicated_partitions",
+            "Partitions whose ISR is smaller than their replica set.",
+            value=0,
+        )
+        yield GaugeMetricFamily(
+            "kafka_server_replicamanager_partition_count",
+            "Partitions this broker hosts.",
+            value=len(server.replica_manager.partitions()),
+        )
+        socket_server = server.socket_server
+        if socket_server is not None:
+            yield GaugeMetricFamily(
+                "kafka_network_socketserver_connections",
+                "Open client connections.",
+                value=socket_server.connection_count,
+            )
+            yield GaugeMetricFamily(
+                "kafka_network_requestchannel_request_queue_size",
+                "Requests waiting for a handler thread.",
+                value=socket_server.request_queue_size,
+            )
+
+    def _log_gauges(self) -> Iterator[Metric]:
+        labels = ["topic", "partition"]
+        size = GaugeMetricFamily("kafka_log_log_size", "Partition size in bytes.", labels=labels)
+        end = GaugeMetricFamily("kafka_log_log_end_offset", "Log end offset.", labels=labels)
+        start = GaugeMetricFamily("kafka_log_log_start_offset", "Log start offset.", labels=labels)
+        segments = GaugeMetricFamily(
+            "kafka_log_num_log_segments", "Segments in the partition.", labels=labels
+        )
+        for p in self.server.replica_manager.partitions():
+            lg = p.log
+            key = [lg.topic, str(lg.partition)]
+            size.add_metric(key, lg.size_in_bytes)
+            end.add_metric(key, lg.log_end_offset)
+            start.add_metric(key, lg.log_start_offset)
+            segments.add_metric(key, lg.num_segments)
+        yield from (size, end, start, segments)
+
+
+def _request_name(key: int) -> str:
+    """Kafka's request names (`Produce`, `FetchConsumer`, ...) in CamelCase."""
+    try:
+        return "".join(part.capitalize() for part in ApiKey(key).name.split("_"))
+    except ValueError:
+        return str(key)
+
+
+class MetricsServer:
+    """The Prometheus text endpoint on its own port (0 picks a free one)."""
+
+    def __init__(self, server: KafkaServer, host: str, port: int) -> None:
+        from prometheus_client import start_http_server
+
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(BrokerCollector(server))  # type: ignore[arg-type]
+        self._http, self._thread = start_http_server(port, addr=host, registry=self.registry)
+        self.port: int = self._http.server_port
+        log.info("Metrics on http://%s:%d/metrics", host, self.port)
+
+    def shutdown(self) -> None:
+        self._http.shutdown()
+        self._http.server_close()
+        self._thread.join(timeout=5)
