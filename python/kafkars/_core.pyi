@@ -7,6 +7,7 @@ from typing import Any, Protocol
 __version__: str
 
 class KafkarsError(Exception): ...
+
 class CorruptRecordError(KafkarsError):
     """args: (kafka_error_code, message)"""
 

@@ -25,6 +25,7 @@ from kafka.protocol.metadata import (
     MetadataResponse,
 )
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
+
 from kafkars._core import RecordSet
 from kafkars._core import protocol as bridge
 
