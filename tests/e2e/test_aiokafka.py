@@ -42,3 +42,32 @@ def test_produce_and_consume(broker: Broker, topic: str) -> None:
     records = asyncio.run(run())
     assert [r.value for r in records] == [f"m{i}".encode() for i in range(300)]
     assert [r.offset for r in records] == list(range(300))
+
+
+def test_admin_client(broker: Broker, topic: str) -> None:
+    from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic
+    from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+
+    async def run() -> None:
+        admin = AIOKafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+        await admin.start()
+        try:
+            await admin.create_topics(
+                [NewTopic(topic, 2, 1, topic_configs={"retention.ms": "3600000"})]
+            )
+            assert topic in await admin.list_topics()
+            described = await admin.describe_configs(
+                [ConfigResource(ConfigResourceType.TOPIC, topic)]
+            )
+            entries = {e[0]: e[1] for r in described for res in r.resources for e in res[4]}
+            assert entries["retention.ms"] == "3600000"
+            assert entries["cleanup.policy"] == "delete"
+            await admin.create_partitions({topic: NewPartitions(total_count=4)})
+            (meta,) = await admin.describe_topics([topic])
+            assert len(meta["partitions"]) == 4
+            await admin.delete_topics([topic])
+            assert topic not in await admin.list_topics()
+        finally:
+            await admin.close()
+
+    asyncio.run(run())
