@@ -79,20 +79,23 @@ class KafkaApis:
         key = request.api_key
         handler = self.handlers.get(ApiKey(key)) if key in ApiKey._value2member_map_ else None
         supported = self.advertised.get(ApiKey(key)) if handler else None
+        # An API or version this broker does not advertise is answered with the bare
+        # UNSUPPORTED_VERSION error rather than a dropped connection.
         if handler is None or supported is None:
-            log.info("Closing connection: unsupported API key %s from %s", key, request.client_id)
-            request.close_connection()
+            log.info("Unsupported API key %s from %s", key, request.client_id)
+            request.respond_unsupported_version()
             return None
         low, high = supported
         if key != ApiKey.API_VERSIONS and not low <= request.api_version <= high:
             log.info(
-                "Closing connection: %s v%s is outside the advertised range %s-%s",
+                "%s v%s from %s is outside the advertised range %s-%s",
                 ApiKey(key).name,
                 request.api_version,
+                request.client_id,
                 low,
                 high,
             )
-            request.close_connection()
+            request.respond_unsupported_version()
             return None
         started = time.perf_counter_ns()
         try:

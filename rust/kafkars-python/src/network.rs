@@ -111,6 +111,15 @@ impl PyRequest {
         Ok(())
     }
 
+    /// Answers with only `UNSUPPORTED_VERSION` after the header, for an API or version
+    /// this broker does not serve; the connection stays open.
+    fn respond_unsupported_version(&self) -> PyResult<()> {
+        const UNSUPPORTED_VERSION: i16 = 35;
+        let send = ResponseSend::error_code_only(self.correlation_id, UNSUPPORTED_VERSION);
+        self.take_responder()?.send(Response::Send(send));
+        Ok(())
+    }
+
     /// Closes the connection after the responses before this one.
     fn close_connection(&self) -> PyResult<()> {
         self.take_responder()?.send(Response::Close);

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use bytes::{Buf, BufMut, BytesMut};
+use bytes::{Buf, BytesMut};
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -15,9 +15,7 @@ use tracing::debug;
 use crate::config::SocketServerConfig;
 use crate::connection_quotas::ConnectionSlot;
 use crate::frame::{FrameError, RequestHeader, parse_header};
-use crate::request_channel::{
-    Request, RequestContext, Responder, Response, ResponseChunk, ResponseSend,
-};
+use crate::request_channel::{Request, RequestContext, Responder, Response, ResponseSend};
 use crate::send::write_response;
 
 /// Kafka's error code for an API key or version the broker does not serve.
@@ -177,13 +175,7 @@ impl ConnectionHandler {
 }
 
 fn unsupported_response(header: &RequestHeader) -> ResponseSend {
-    let mut body = BytesMut::with_capacity(2);
-    body.put_i16(UNSUPPORTED_VERSION);
-    ResponseSend::new(
-        header.correlation_id,
-        0,
-        vec![ResponseChunk::Bytes(body.freeze())],
-    )
+    ResponseSend::error_code_only(header.correlation_id, UNSUPPORTED_VERSION)
 }
 
 async fn write_loop(
