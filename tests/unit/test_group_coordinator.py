@@ -252,6 +252,27 @@ def test_static_member_replacement_keeps_assignment(coordinator: GroupCoordinato
     assert coordinator.handle_heartbeat(G, b_id, "i-2", 2) is Errors.FENCED_INSTANCE_ID
 
 
+def test_static_leader_restart_skips_assignment_without_rebalance(
+    coordinator: GroupCoordinator,
+) -> None:
+    a = join(coordinator, instance="i-1").get()
+    a_id = a["member_id"]
+    b = join(coordinator, instance="i-2")
+    assert join(coordinator, a_id, instance="i-1").get()["leader"] == a_id
+    b_id = b.get()["member_id"]
+    sync(coordinator, a_id, 2, {a_id: b"A", b_id: b"B"}).get()
+    # The leader restarts: the group stays Stable at generation 2 (Kafka's KIP-814).
+    r = join(coordinator, instance="i-1").get()
+    new_id = r["member_id"]
+    assert (r["error_code"], r["generation_id"], r["leader"]) == (0, 2, new_id)
+    assert r["skip_assignment"] is True
+    assert sorted(m["member_id"] for m in r["members"]) == sorted([new_id, b_id])
+    assert group(coordinator).state is GroupState.STABLE
+    # An older client computes an assignment anyway; Stable keeps the current one.
+    assert sync(coordinator, new_id, 2, {new_id: b"X", b_id: b"Y"}).get()["assignment"] == b"A"
+    assert sync(coordinator, b_id, 2).get()["assignment"] == b"B"
+
+
 def test_protocol_selection_and_inconsistent_protocol(coordinator: GroupCoordinator) -> None:
     a = join(coordinator, protocols=[("roundrobin", b"1"), ("range", b"2")]).get()
     b = join(coordinator, protocols=[("range", b"3")])

@@ -284,7 +284,9 @@ class GroupCoordinator:
             else:
                 callback(self._join_response(group, existing))
 
-    def _join_response(self, group: GroupMetadata, member: MemberMetadata) -> dict[str, Any]:
+    def _join_response(
+        self, group: GroupMetadata, member: MemberMetadata, *, skip_assignment: bool = False
+    ) -> dict[str, Any]:
         leader = group.is_leader(member.member_id)
         return {
             "error_code": 0,
@@ -292,7 +294,7 @@ class GroupCoordinator:
             "protocol_type": group.protocol_type,
             "protocol_name": group.protocol_name,
             "leader": group.leader_id or "",
-            "skip_assignment": False,
+            "skip_assignment": skip_assignment,
             "member_id": member.member_id,
             "members": group.current_member_metadata() if leader else [],
         }
@@ -323,9 +325,13 @@ class GroupCoordinator:
         member.rebalance_timeout_ms = joining.rebalance_timeout_ms
         self._schedule_heartbeat(group, member, actions)
         unchanged = member.protocols_match(joining.supported_protocols)
-        if group.is_(GroupState.STABLE) and unchanged and not group.is_leader(new_id):
+        if group.is_(GroupState.STABLE) and unchanged:
+            # No rebalance, even for the leader (KIP-814): a returning leader gets the
+            # member list with skip_assignment, so it watches metadata without assigning;
+            # an older client's SyncGroup in Stable just gets its current assignment.
             self._store_group(group)
-            callback(self._join_response(group, member))
+            leader = group.is_leader(new_id)
+            callback(self._join_response(group, member, skip_assignment=leader))
         else:
             self._update_member_and_rebalance(group, member, joining, callback, actions)
 
