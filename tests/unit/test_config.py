@@ -526,6 +526,11 @@ def test_validate_alter_topic() -> None:
     assert info.value.error_code == INVALID_CONFIG
     with pytest.raises(ConfigException, match="retention.ms"):
         validate_alter(ResourceType.TOPIC, "retention.ms", "soon")
+    # Deprecated, but accepted in the forms old clients send.
+    for version in ("0.10.0.0", "0.10.0-IV1", "2.8", "3.0-IV1"):
+        assert validate_alter(ResourceType.TOPIC, "message.format.version", version) == version
+    with pytest.raises(ConfigException, match="message.format.version"):
+        validate_alter(ResourceType.TOPIC, "message.format.version", "ten")
 
 
 def test_validate_alter_broker() -> None:

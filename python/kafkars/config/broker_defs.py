@@ -52,8 +52,9 @@ TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
 GZIP_LEVEL = compression_level(1, 9, default=-1)
 LZ4_LEVEL = compression_level(1, 17)
 ZSTD_LEVEL = compression_level(-131072, 22)
-_VERSION_RE = re.compile(r"\d+\.\d+(\.\d+)?(-IV\d+)?")
-# Kafka checks against its MetadataVersion list; the shape is enough for us.
+# Kafka checks against its MetadataVersion list; the shape is enough for us. Releases
+# before 1.0 have four parts ("0.10.0.0", as old clients send message.format.version).
+_VERSION_RE = re.compile(r"\d+\.\d+(\.\d+){0,2}(-IV\d+)?")
 MV = Lambda(lambda v: bool(_VERSION_RE.fullmatch(v)), "a version such as 3.9 or 3.0-IV1")
 
 # (name, type, default, importance, doc, validator, update mode, internal)
