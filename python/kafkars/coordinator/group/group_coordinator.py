@@ -37,7 +37,7 @@ log = logging.getLogger("kafkars.coordinator.group.GroupCoordinator")
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
-Action = Callable[[], None]
+Action = Callable[[], object]  # run after the group lock is released; result unused
 
 
 @dataclass
