@@ -55,6 +55,19 @@ class RecordBatch:
     def __len__(self) -> int: ...
 
 def decode_batches(data: bytes) -> list[RecordBatch]: ...
+def decode_batches_arrow(
+    blobs: Any,
+    topic: Any = None,
+    partition: Any = None,
+    *,
+    include_headers: bool = True,
+    batch_fields: bool = True,
+    on_error: str = "raise",
+    verify_crc: bool = True,
+    skip_control: bool = True,
+    start_offset: int | None = None,
+    end_offset: int | None = None,
+) -> tuple[Any, Any]: ...
 def build_batch(
     records: list[tuple[bytes | None, bytes | None, int, list[tuple[str, bytes | None]]]],
     *,

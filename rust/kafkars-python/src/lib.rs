@@ -1,6 +1,7 @@
 //! The one crate that speaks Python: thin PyO3 bindings over the plain-Rust crates.
 use pyo3::prelude::*;
 
+mod arrow_decode;
 mod codec;
 mod errors;
 mod file_records;
@@ -16,6 +17,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     errors::register(m)?;
     codec::register(m)?;
+    arrow_decode::register(m)?;
     m.add_class::<segment_reader::SegmentReader>()?;
     protocol::register(m)?;
     m.add_class::<purgatory::PyPurgatory>()?;

@@ -1,0 +1,581 @@
+//! `kafkars._core.decode_batches_arrow`: raw record batches in a pyarrow binary array
+//! decoded into one Arrow record batch in Spark's Kafka row schema.
+//!
+//! Arrays cross the boundary through the Arrow C data interface as PyCapsules, so no
+//! Python object is made per record, and the decoding runs with the GIL released.
+
+use std::ffi::CString;
+use std::sync::Arc;
+
+use arrow_array::builder::{
+    ArrayBuilder, BinaryBuilder, BooleanBuilder, PrimitiveBuilder, StringBuilder,
+};
+use arrow_array::ffi::{FFI_ArrowArray, FFI_ArrowSchema, from_ffi};
+use arrow_array::types::{Int32Type, Int64Type, TimestampMicrosecondType};
+use arrow_array::{
+    Array, ArrayRef, BinaryArray, Int32Array, Int64Array, LargeBinaryArray, LargeStringArray,
+    ListArray, RecordBatch as ArrowRecordBatch, StringArray, StructArray, make_array,
+};
+use arrow_buffer::{NullBufferBuilder, OffsetBuffer, ScalarBuffer};
+use arrow_schema::{DataType, Field, Fields, Schema, TimeUnit};
+use kafkars_record::{RecordBatch, RecordRef, batches};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyCapsule, PyString};
+
+use crate::errors::CorruptRecordError;
+
+/// The binary column of raw batches: Spark sends `binary`, other producers may use
+/// `large_binary`.
+enum Blobs {
+    Binary(BinaryArray),
+    Large(LargeBinaryArray),
+}
+
+impl Blobs {
+    fn len(&self) -> usize {
+        match self {
+            Blobs::Binary(a) => a.len(),
+            Blobs::Large(a) => a.len(),
+        }
+    }
+
+    fn get(&self, i: usize) -> Option<&[u8]> {
+        match self {
+            Blobs::Binary(a) => a.is_valid(i).then(|| a.value(i)),
+            Blobs::Large(a) => a.is_valid(i).then(|| a.value(i)),
+        }
+    }
+}
+
+/// A per-row column or one value for every row.
+enum PerRow<T, A> {
+    Scalar(T),
+    Column(A),
+}
+
+enum Topics {
+    Utf8(StringArray),
+    Large(LargeStringArray),
+}
+
+impl PerRow<String, Topics> {
+    fn get(&self, i: usize) -> Option<&str> {
+        match self {
+            PerRow::Scalar(s) => Some(s),
+            PerRow::Column(Topics::Utf8(a)) => a.is_valid(i).then(|| a.value(i)),
+            PerRow::Column(Topics::Large(a)) => a.is_valid(i).then(|| a.value(i)),
+        }
+    }
+}
+
+impl PerRow<Option<i32>, ArrayRef> {
+    fn get(&self, i: usize) -> Option<i32> {
+        match self {
+            PerRow::Scalar(p) => *p,
+            PerRow::Column(a) => {
+                if a.is_null(i) {
+                    None
+                } else if let Some(a) = a.as_any().downcast_ref::<Int32Array>() {
+                    Some(a.value(i))
+                } else {
+                    let a = a.as_any().downcast_ref::<Int64Array>()?;
+                    i32::try_from(a.value(i)).ok()
+                }
+            }
+        }
+    }
+}
+
+/// What to do with a batch that fails to decode.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum OnError {
+    Raise,
+    Column,
+}
+
+struct Options {
+    include_headers: bool,
+    batch_fields: bool,
+    on_error: OnError,
+    verify_crc: bool,
+    skip_control: bool,
+    start_offset: Option<i64>,
+    end_offset: Option<i64>,
+}
+
+/// Column builders for the output rows.
+struct Columns {
+    key: BinaryBuilder,
+    value: BinaryBuilder,
+    topic: StringBuilder,
+    partition: PrimitiveBuilder<Int32Type>,
+    offset: PrimitiveBuilder<Int64Type>,
+    timestamp: PrimitiveBuilder<TimestampMicrosecondType>,
+    timestamp_type: PrimitiveBuilder<Int32Type>,
+    header_offsets: Vec<i32>,
+    header_nulls: NullBufferBuilder,
+    header_keys: StringBuilder,
+    header_values: BinaryBuilder,
+    base_offset: PrimitiveBuilder<Int64Type>,
+    producer_id: PrimitiveBuilder<Int64Type>,
+    is_transactional: BooleanBuilder,
+    is_control: BooleanBuilder,
+    compression: StringBuilder,
+    error: StringBuilder,
+}
+
+impl Columns {
+    fn new() -> Self {
+        Self {
+            key: BinaryBuilder::new(),
+            value: BinaryBuilder::new(),
+            topic: StringBuilder::new(),
+            partition: PrimitiveBuilder::new(),
+            offset: PrimitiveBuilder::new(),
+            timestamp: PrimitiveBuilder::new(),
+            timestamp_type: PrimitiveBuilder::new(),
+            header_offsets: vec![0],
+            header_nulls: NullBufferBuilder::new(0),
+            header_keys: StringBuilder::new(),
+            header_values: BinaryBuilder::new(),
+            base_offset: PrimitiveBuilder::new(),
+            producer_id: PrimitiveBuilder::new(),
+            is_transactional: BooleanBuilder::new(),
+            is_control: BooleanBuilder::new(),
+            compression: StringBuilder::new(),
+            error: StringBuilder::new(),
+        }
+    }
+
+    fn push_batch_fields(&mut self, batch: &RecordBatch<'_>) {
+        self.base_offset.append_value(batch.base_offset());
+        self.producer_id.append_value(batch.producer_id());
+        self.is_transactional.append_value(batch.is_transactional());
+        self.is_control.append_value(batch.is_control());
+        match batch.compression() {
+            Ok(c) => self.compression.append_value(c.name()),
+            Err(_) => self.compression.append_null(),
+        }
+    }
+
+    fn push_record(
+        &mut self,
+        r: &RecordRef<'_>,
+        batch: &RecordBatch<'_>,
+        topic: Option<&str>,
+        partition: Option<i32>,
+    ) {
+        self.key.append_option(r.key);
+        self.value.append_option(r.value);
+        self.topic.append_option(topic);
+        self.partition.append_option(partition);
+        self.offset.append_value(r.offset);
+        self.timestamp
+            .append_value(r.timestamp.saturating_mul(1000));
+        self.timestamp_type
+            .append_value(i32::from(batch.timestamp_type().id()));
+        if r.headers.is_empty() {
+            // Spark's Kafka source gives null, not an empty array, for no headers.
+            self.header_nulls.append_null();
+        } else {
+            for h in &r.headers {
+                match std::str::from_utf8(h.key) {
+                    Ok(k) => self.header_keys.append_value(k),
+                    Err(_) => self
+                        .header_keys
+                        .append_value(String::from_utf8_lossy(h.key)),
+                }
+                self.header_values.append_option(h.value);
+            }
+            self.header_nulls.append_non_null();
+        }
+        let n = self.header_keys.len();
+        self.header_offsets
+            .push(i32::try_from(n).unwrap_or(i32::MAX));
+        self.push_batch_fields(batch);
+        self.error.append_null();
+    }
+
+    /// One row standing for a batch that failed to decode: its error and what of its
+    /// header could be read; the batch's records are skipped.
+    fn push_error(
+        &mut self,
+        batch: Option<&RecordBatch<'_>>,
+        topic: Option<&str>,
+        partition: Option<i32>,
+        message: &str,
+    ) {
+        self.key.append_null();
+        self.value.append_null();
+        self.topic.append_option(topic);
+        self.partition.append_option(partition);
+        self.offset.append_option(batch.map(|b| b.base_offset()));
+        self.timestamp.append_null();
+        self.timestamp_type.append_null();
+        self.header_nulls.append_null();
+        let n = self.header_keys.len();
+        self.header_offsets
+            .push(i32::try_from(n).unwrap_or(i32::MAX));
+        match batch {
+            Some(b) => self.push_batch_fields(b),
+            None => {
+                self.base_offset.append_null();
+                self.producer_id.append_null();
+                self.is_transactional.append_null();
+                self.is_control.append_null();
+                self.compression.append_null();
+            }
+        }
+        self.error.append_value(message);
+    }
+
+    fn finish(mut self, opts: &Options) -> Result<ArrowRecordBatch, String> {
+        let header_struct = header_fields();
+        let headers = StructArray::try_new(
+            header_struct.clone(),
+            vec![
+                Arc::new(self.header_keys.finish()),
+                Arc::new(self.header_values.finish()),
+            ],
+            None,
+        )
+        .map_err(|e| e.to_string())?;
+        let headers = ListArray::try_new(
+            Arc::new(Field::new_list_field(DataType::Struct(header_struct), true)),
+            OffsetBuffer::new(ScalarBuffer::from(std::mem::take(&mut self.header_offsets))),
+            Arc::new(headers),
+            self.header_nulls.finish(),
+        )
+        .map_err(|e| e.to_string())?;
+        let mut columns: Vec<ArrayRef> = vec![
+            Arc::new(self.key.finish()),
+            Arc::new(self.value.finish()),
+            Arc::new(self.topic.finish()),
+            Arc::new(self.partition.finish()),
+            Arc::new(self.offset.finish()),
+            Arc::new(self.timestamp.finish().with_timezone("UTC")),
+            Arc::new(self.timestamp_type.finish()),
+        ];
+        if opts.include_headers {
+            columns.push(Arc::new(headers));
+        }
+        if opts.batch_fields {
+            columns.push(Arc::new(self.base_offset.finish()));
+            columns.push(Arc::new(self.producer_id.finish()));
+            columns.push(Arc::new(self.is_transactional.finish()));
+            columns.push(Arc::new(self.is_control.finish()));
+            columns.push(Arc::new(self.compression.finish()));
+        }
+        if opts.on_error == OnError::Column {
+            columns.push(Arc::new(self.error.finish()));
+        }
+        ArrowRecordBatch::try_new(Arc::new(output_schema(opts)), columns).map_err(|e| e.to_string())
+    }
+}
+
+fn header_fields() -> Fields {
+    Fields::from(vec![
+        Field::new("key", DataType::Utf8, true),
+        Field::new("value", DataType::Binary, true),
+    ])
+}
+
+/// Spark's Kafka source schema, then the optional batch-level and error columns.
+/// Every field is nullable, as Spark's DDL makes them.
+fn output_schema(opts: &Options) -> Schema {
+    let mut fields = vec![
+        Field::new("key", DataType::Binary, true),
+        Field::new("value", DataType::Binary, true),
+        Field::new("topic", DataType::Utf8, true),
+        Field::new("partition", DataType::Int32, true),
+        Field::new("offset", DataType::Int64, true),
+        Field::new(
+            "timestamp",
+            DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+            true,
+        ),
+        Field::new("timestampType", DataType::Int32, true),
+    ];
+    if opts.include_headers {
+        fields.push(Field::new(
+            "headers",
+            DataType::List(Arc::new(Field::new_list_field(
+                DataType::Struct(header_fields()),
+                true,
+            ))),
+            true,
+        ));
+    }
+    if opts.batch_fields {
+        fields.push(Field::new("baseOffset", DataType::Int64, true));
+        fields.push(Field::new("producerId", DataType::Int64, true));
+        fields.push(Field::new("isTransactional", DataType::Boolean, true));
+        fields.push(Field::new("isControl", DataType::Boolean, true));
+        fields.push(Field::new("compression", DataType::Utf8, true));
+    }
+    if opts.on_error == OnError::Column {
+        fields.push(Field::new("error", DataType::Utf8, true));
+    }
+    Schema::new(fields)
+}
+
+/// The error of one batch, with where it was.
+struct BatchError {
+    row: usize,
+    base_offset: Option<i64>,
+    message: String,
+}
+
+fn decode(
+    blobs: &Blobs,
+    topics: &PerRow<String, Topics>,
+    partitions: &PerRow<Option<i32>, ArrayRef>,
+    opts: &Options,
+) -> Result<ArrowRecordBatch, BatchError> {
+    let mut cols = Columns::new();
+    for row in 0..blobs.len() {
+        let Some(buf) = blobs.get(row) else { continue };
+        let topic = topics.get(row);
+        let partition = partitions.get(row);
+        for batch in batches(buf) {
+            let batch = match batch {
+                Ok(b) => b,
+                Err(e) => {
+                    let message = format!("row {row}: {e}");
+                    if opts.on_error == OnError::Raise {
+                        return Err(BatchError {
+                            row,
+                            base_offset: None,
+                            message,
+                        });
+                    }
+                    cols.push_error(None, topic, partition, &message);
+                    break;
+                }
+            };
+            if opts.skip_control && batch.is_control() {
+                continue;
+            }
+            // Whole batches outside the wanted range are skipped without decompressing.
+            if opts.start_offset.is_some_and(|s| batch.last_offset() < s)
+                || opts.end_offset.is_some_and(|e| batch.base_offset() >= e)
+            {
+                continue;
+            }
+            let checked = if opts.verify_crc {
+                batch.ensure_valid().map_err(|e| e.to_string())
+            } else {
+                Ok(())
+            };
+            let body = checked.and_then(|()| batch.records().map_err(|e| e.to_string()));
+            let result = body.and_then(|body| {
+                // Decoded in full before any row is added, so a bad record drops its batch.
+                let mut records =
+                    Vec::with_capacity(usize::try_from(batch.records_count()).unwrap_or(0));
+                for record in body.iter() {
+                    let r = record.map_err(|e| e.to_string())?;
+                    if opts.start_offset.is_some_and(|s| r.offset < s)
+                        || opts.end_offset.is_some_and(|e| r.offset >= e)
+                    {
+                        continue;
+                    }
+                    records.push(r);
+                }
+                for r in &records {
+                    cols.push_record(r, &batch, topic, partition);
+                }
+                Ok(())
+            });
+            if let Err(e) = result {
+                let message = format!("row {row}, batch at offset {}: {e}", batch.base_offset());
+                if opts.on_error == OnError::Raise {
+                    return Err(BatchError {
+                        row,
+                        base_offset: Some(batch.base_offset()),
+                        message,
+                    });
+                }
+                cols.push_error(Some(&batch), topic, partition, &message);
+            }
+        }
+    }
+    cols.finish(opts).map_err(|message| BatchError {
+        row: 0,
+        base_offset: None,
+        message,
+    })
+}
+
+/// Moves an array out of an object implementing the Arrow PyCapsule interface.
+fn import_array(obj: &Bound<'_, PyAny>) -> PyResult<ArrayRef> {
+    let (schema, array): (Bound<'_, PyCapsule>, Bound<'_, PyCapsule>) =
+        obj.call_method0("__arrow_c_array__")?.extract()?;
+    let schema_ptr = schema
+        .pointer_checked(Some(c"arrow_schema"))?
+        .cast::<FFI_ArrowSchema>();
+    let array_ptr = array
+        .pointer_checked(Some(c"arrow_array"))?
+        .cast::<FFI_ArrowArray>();
+    // SAFETY: the capsules hold the C structs their names announce. The array is moved
+    // out and an empty (released) one left behind, so the capsule's destructor does
+    // nothing; the schema is only borrowed while the capsule lives.
+    let data = unsafe {
+        let array = std::ptr::replace(array_ptr.as_ptr(), FFI_ArrowArray::empty());
+        from_ffi(array, schema_ptr.as_ref())
+    }
+    .map_err(|e| PyValueError::new_err(format!("cannot import Arrow array: {e}")))?;
+    Ok(make_array(data))
+}
+
+/// A C struct owned by a capsule until pyarrow moves it out.
+struct Exported<T>(T);
+// SAFETY: the exported array owns its buffers (Arc-held, immutable); the C interface
+// allows releasing it from any thread.
+unsafe impl<T> Send for Exported<T> {}
+
+fn export_batch(
+    py: Python<'_>,
+    batch: ArrowRecordBatch,
+) -> PyResult<(Bound<'_, PyCapsule>, Bound<'_, PyCapsule>)> {
+    let data = StructArray::from(batch).into_data();
+    let schema = FFI_ArrowSchema::try_from(data.data_type())
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let array = FFI_ArrowArray::new(&data);
+    let schema = PyCapsule::new(py, Exported(schema), Some(CString::from(c"arrow_schema")))?;
+    let array = PyCapsule::new(py, Exported(array), Some(CString::from(c"arrow_array")))?;
+    Ok((schema, array))
+}
+
+fn import_blobs(obj: &Bound<'_, PyAny>) -> PyResult<Blobs> {
+    let array = import_array(obj)?;
+    let any = array.as_any();
+    if let Some(a) = any.downcast_ref::<BinaryArray>() {
+        Ok(Blobs::Binary(a.clone()))
+    } else if let Some(a) = any.downcast_ref::<LargeBinaryArray>() {
+        Ok(Blobs::Large(a.clone()))
+    } else {
+        Err(PyTypeError::new_err(format!(
+            "expected a binary or large_binary array of record batches, got {}",
+            array.data_type()
+        )))
+    }
+}
+
+fn import_topics(obj: Option<&Bound<'_, PyAny>>, rows: usize) -> PyResult<PerRow<String, Topics>> {
+    let Some(obj) = obj else {
+        return Ok(PerRow::Column(Topics::Utf8(StringArray::new_null(rows))));
+    };
+    if let Ok(s) = obj.cast::<PyString>() {
+        return Ok(PerRow::Scalar(s.to_str()?.to_owned()));
+    }
+    let array = import_array(obj)?;
+    check_len(array.len(), rows, "topic")?;
+    let any = array.as_any();
+    if let Some(a) = any.downcast_ref::<StringArray>() {
+        Ok(PerRow::Column(Topics::Utf8(a.clone())))
+    } else if let Some(a) = any.downcast_ref::<LargeStringArray>() {
+        Ok(PerRow::Column(Topics::Large(a.clone())))
+    } else {
+        Err(PyTypeError::new_err(format!(
+            "topic must be a str or a string array, got {}",
+            array.data_type()
+        )))
+    }
+}
+
+fn import_partitions(
+    obj: Option<&Bound<'_, PyAny>>,
+    rows: usize,
+) -> PyResult<PerRow<Option<i32>, ArrayRef>> {
+    let Some(obj) = obj else {
+        return Ok(PerRow::Scalar(None));
+    };
+    if let Ok(p) = obj.extract::<i32>() {
+        return Ok(PerRow::Scalar(Some(p)));
+    }
+    let array = import_array(obj)?;
+    check_len(array.len(), rows, "partition")?;
+    match array.data_type() {
+        DataType::Int32 | DataType::Int64 => Ok(PerRow::Column(array)),
+        other => Err(PyTypeError::new_err(format!(
+            "partition must be an int or an int32/int64 array, got {other}"
+        ))),
+    }
+}
+
+fn check_len(len: usize, rows: usize, what: &str) -> PyResult<()> {
+    if len == rows {
+        Ok(())
+    } else {
+        Err(PyValueError::new_err(format!(
+            "{what} has {len} rows, the batches {rows}"
+        )))
+    }
+}
+
+/// Decodes every record batch held in `blobs` (a pyarrow `binary`/`large_binary` array;
+/// each value is one or more concatenated batches, any codec, a truncated trailing batch
+/// ignored as in a fetch response) into Spark's Kafka row schema. Returns the
+/// `(schema, array)` capsules of a struct array, for `pa.RecordBatch._import_from_c_capsule`.
+///
+/// `topic`/`partition`: a str/int for every row, or arrays as long as `blobs`.
+/// Records outside `[start_offset, end_offset)` and control batches are left out.
+/// `on_error="raise"` raises `CorruptRecordError` at the first bad batch;
+/// `"column"` adds an `error` column with one row per bad batch, whose records are skipped.
+#[pyfunction]
+#[pyo3(signature = (
+    blobs, topic=None, partition=None, *, include_headers=true, batch_fields=true,
+    on_error="raise", verify_crc=true, skip_control=true, start_offset=None, end_offset=None,
+))]
+#[allow(clippy::too_many_arguments)]
+fn decode_batches_arrow<'py>(
+    py: Python<'py>,
+    blobs: &Bound<'py, PyAny>,
+    topic: Option<&Bound<'py, PyAny>>,
+    partition: Option<&Bound<'py, PyAny>>,
+    include_headers: bool,
+    batch_fields: bool,
+    on_error: &str,
+    verify_crc: bool,
+    skip_control: bool,
+    start_offset: Option<i64>,
+    end_offset: Option<i64>,
+) -> PyResult<(Bound<'py, PyCapsule>, Bound<'py, PyCapsule>)> {
+    let on_error = match on_error {
+        "raise" => OnError::Raise,
+        "column" => OnError::Column,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "on_error must be 'raise' or 'column', not {other:?}"
+            )));
+        }
+    };
+    let opts = Options {
+        include_headers,
+        batch_fields,
+        on_error,
+        verify_crc,
+        skip_control,
+        start_offset,
+        end_offset,
+    };
+    let blobs = import_blobs(blobs)?;
+    let topics = import_topics(topic, blobs.len())?;
+    let partitions = import_partitions(partition, blobs.len())?;
+    let batch = py
+        .detach(|| decode(&blobs, &topics, &partitions, &opts))
+        .map_err(|e| {
+            CorruptRecordError::new_err((
+                kafkars_record::CORRUPT_MESSAGE,
+                e.message,
+                e.row,
+                e.base_offset,
+            ))
+        })?;
+    export_batch(py, batch)
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(decode_batches_arrow, m)?)
+}
