@@ -22,8 +22,9 @@ $(VENV)/.stamp: pyproject.toml
 
 venv: $(VENV)/.stamp
 
-dev: venv ## build the Rust core (release) and install kafkars into .venv with test extras
-	$(VENV)/bin/maturin develop --release --extras test,dev -q
+dev: venv ## build the Rust core (release), install kafkars (with its extras) and kafkars-spark into .venv
+	$(VENV)/bin/maturin develop --release --extras test,dev,spark,bench -q
+	$(VENV)/bin/pip install -q --no-deps -e spark_udfs --config-settings editable_mode=compat
 
 run: dev ## start one broker on 127.0.0.1:9092 with data in ./kafkars-data
 	$(VENV)/bin/kafkars-server-start $(ARGS)
@@ -51,8 +52,10 @@ fmt: venv ## format Rust and Python sources
 bench-rust: ## Criterion benches of the Rust crates
 	cargo bench --workspace --exclude kafkars-python
 
-bench: dev bench-rust ## all benchmarks (Criterion + pytest-benchmark)
+bench: dev bench-rust ## all benchmarks (Criterion, pytest-benchmark, the broker against a real client)
 	$(PY) -m pytest bench --benchmark-enable -q
+	$(PY) bench/test_spark_decode.py
+	$(PY) bench/broker_bench.py
 
 conformance: dev ## librdkafka's test suite against a broker (builds librdkafka once; slow)
 	scripts/conformance.sh $(TESTS)

@@ -1,4 +1,4 @@
-"""Decoding throughput for Spark: the Rust Arrow decoder (`kafkars.spark.decode_batches`,
+"""Decoding throughput for Spark: the Rust Arrow decoder (`kafkars_spark.decode_batches`,
 one call per Arrow batch) against a pure-Python decoder (kafka-python's
 `DefaultRecordBatch`) on the same batches. Not a test: `make bench`, or run this file
 directly for a records/s table.
@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 from kafkars.codec import build_batch
-from kafkars.spark.arrow import decode_batches
+from kafkars_spark.arrow import decode_batches
 
 RECORDS_PER_BATCH = 100
 CASES = [(size, codec) for size in (100, 10_000) for codec in ("none", "lz4", "zstd")]

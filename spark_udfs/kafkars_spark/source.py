@@ -1,0 +1,672 @@
+"""The `kafkars` Spark data source: Spark's Kafka source and sink, in Python over the
+Rust decoder, reading from a broker or straight from a log directory.
+
+    from kafkars_spark import register
+    register(spark)
+    df = (spark.read.format("kafkars")
+          .option("kafka.bootstrap.servers", "127.0.0.1:9092")
+          .option("subscribe", "events").load())
+
+Options follow Spark's Kafka source (see README); `path` reads a log directory offline.
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+import re
+import struct
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    DataSourceStreamArrowWriter,
+    DataSourceStreamReader,
+    InputPartition,
+    WriterCommitMessage,
+)
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import StructType
+
+from kafkars_spark.arrow import HEADERS_DDL, KAFKA_DDL, conform, decode_batches
+from kafkars_spark.wire import EARLIEST, LATEST, KafkaClient, KafkaError
+
+TopicPartition = tuple[str, int]
+OFFSET_OUT_OF_RANGE = 1
+# Kafka settings Spark's Kafka source and sink refuse (they manage them themselves).
+_REJECTED = {
+    "group.id",
+    "auto.offset.reset",
+    "key.deserializer",
+    "value.deserializer",
+    "key.serializer",
+    "value.serializer",
+    "enable.auto.commit",
+    "interceptor.classes",
+}
+
+
+@dataclass(frozen=True)
+class KafkaRange(InputPartition):
+    """Offsets `[start, end)` of one topic-partition: one Spark partition."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class SegmentRange(InputPartition):
+    """One segment file of a log directory: one Spark partition."""
+
+    topic: str
+    partition: int
+    path: str
+
+
+def _bool(options: Any, name: str, default: bool) -> bool:
+    v = options.get(name)
+    return default if v is None else str(v).strip().lower() == "true"
+
+
+class _Options:
+    """The Kafka-source options, parsed once on the driver."""
+
+    def __init__(self, options: Any, *, streaming: bool) -> None:
+        self.raw = {k.lower(): v for k, v in options.items()}
+        o = self.raw
+        self.path = o.get("path")
+        self.bootstrap = o.get("kafka.bootstrap.servers")
+        for key in o:
+            if key.startswith("kafka.") and key[6:] in _REJECTED and key != "kafka.group.id":
+                raise ValueError(f"Kafka option '{key[6:]}' is not supported")
+        if self.path is None and not self.bootstrap:
+            raise ValueError("option 'kafka.bootstrap.servers' (or 'path') must be set")
+        strategies = [k for k in ("assign", "subscribe", "subscribepattern") if k in o]
+        if len(strategies) > 1 or (not strategies and self.path is None):
+            raise ValueError("exactly one of 'assign', 'subscribe', 'subscribePattern' is needed")
+        self.strategy = strategies[0] if strategies else None
+        self.include_headers = _bool(o, "includeheaders", False)
+        self.fail_on_data_loss = _bool(o, "failondataloss", True)
+        self.min_partitions = int(o["minpartitions"]) if "minpartitions" in o else None
+        self.max_offsets = int(o["maxoffsetspertrigger"]) if "maxoffsetspertrigger" in o else None
+        self.streaming = streaming
+        self.poll_timeout = float(o.get("kafkaconsumer.polltimeoutms", 120000)) / 1000
+
+    def wanted(self, topics: Sequence[str]) -> list[str]:
+        """The topics the subscription names, among `topics` (what exists)."""
+        o = self.raw
+        if self.strategy == "subscribe":
+            names = [t.strip() for t in o["subscribe"].split(",") if t.strip()]
+            return [t for t in names if t in topics]
+        if self.strategy == "subscribepattern":
+            pattern = re.compile(o["subscribepattern"])
+            return sorted(t for t in topics if pattern.fullmatch(t))
+        if self.strategy == "assign":
+            return sorted(json.loads(o["assign"]))
+        return sorted(t for t in topics if not t.startswith("__"))
+
+
+def _spec_offsets(
+    spec: str | None, default: str, tps: Sequence[TopicPartition], *, what: str
+) -> dict[TopicPartition, int]:
+    """`earliest`/`latest`/JSON `{"t":{"0":n}}` as -2/-1/n per partition."""
+    spec = (spec or default).strip()
+    if spec == "earliest":
+        return {tp: EARLIEST for tp in tps}
+    if spec == "latest":
+        return {tp: LATEST for tp in tps}
+    parsed = json.loads(spec)
+    out = {}
+    for t, parts in parsed.items():
+        for p, off in parts.items():
+            out[(t, int(p))] = int(off)
+    missing = [tp for tp in tps if tp not in out]
+    if missing:
+        raise ValueError(f"{what} does not give an offset for {missing}")
+    return out
+
+
+class _KafkaPlanner:
+    """Driver-side work: which partitions, which offsets."""
+
+    def __init__(self, opts: _Options) -> None:
+        self.opts = opts
+
+    def client(self) -> KafkaClient:
+        assert self.opts.bootstrap is not None
+        return KafkaClient(self.opts.bootstrap)
+
+    def partitions(self, client: KafkaClient) -> list[TopicPartition]:
+        o = self.opts
+        if o.strategy == "assign":
+            assigned = json.loads(o.raw["assign"])
+            client.metadata(list(assigned))
+            return sorted((t, int(p)) for t, ps in assigned.items() for p in ps)
+        if o.strategy == "subscribe":
+            topics = [t.strip() for t in o.raw["subscribe"].split(",") if t.strip()]
+            meta = client.metadata(topics)
+        else:
+            meta = client.metadata(None)
+        return sorted((t, p.partition) for t in o.wanted(list(meta)) for p in meta.get(t, []))
+
+    def resolve(
+        self, client: KafkaClient, wanted: dict[TopicPartition, int]
+    ) -> dict[TopicPartition, int]:
+        """-2 (earliest) and -1 (latest) made real offsets; explicit offsets stay as given
+        (ListOffsets would read them as timestamps)."""
+        special = {tp: v for tp, v in wanted.items() if v < 0}
+        return {**wanted, **(client.list_offsets(special) if special else {})}
+
+    def starting(
+        self, client: KafkaClient, tps: Sequence[TopicPartition]
+    ) -> dict[TopicPartition, int]:
+        o = self.opts.raw
+        latest = client.list_offsets(dict.fromkeys(tps, LATEST)) if tps else {}
+        if "startingtimestamp" in o or "startingoffsetsbytimestamp" in o:
+            if "startingtimestamp" in o:
+                ts = {tp: int(o["startingtimestamp"]) for tp in tps}
+            else:
+                ts = _spec_offsets(o["startingoffsetsbytimestamp"], "", tps, what="timestamps")
+            found = client.list_offsets(ts)
+            strategy = o.get("startingoffsetsbytimestampstrategy", "error").lower()
+            for tp, off in found.items():
+                if off < 0:
+                    if strategy != "latest":
+                        raise ValueError(f"no offset matches timestamp {ts[tp]} in {tp}")
+                    found[tp] = latest[tp]
+            return found
+        default = "latest" if self.opts.streaming else "earliest"
+        spec = _spec_offsets(o.get("startingoffsets"), default, tps, what="startingOffsets")
+        if not self.opts.streaming and any(v == LATEST for v in spec.values()):
+            raise ValueError("startingOffsets may not be latest for batch queries")
+        return self.resolve(client, spec)
+
+    def ending(
+        self, client: KafkaClient, tps: Sequence[TopicPartition]
+    ) -> dict[TopicPartition, int]:
+        spec = _spec_offsets(
+            self.opts.raw.get("endingoffsets"), "latest", tps, what="endingOffsets"
+        )
+        if any(v == EARLIEST for v in spec.values()):
+            raise ValueError("endingOffsets may not be earliest")
+        return self.resolve(client, spec)
+
+    def check_loss(
+        self, client: KafkaClient, start: dict[TopicPartition, int]
+    ) -> dict[TopicPartition, int]:
+        """Starting offsets below the log start: fail, or start at the log start."""
+        if not start:
+            return start
+        earliest = client.list_offsets(dict.fromkeys(start, EARLIEST))
+        out = dict(start)
+        for tp, off in start.items():
+            if off < earliest[tp]:
+                if self.opts.fail_on_data_loss:
+                    raise RuntimeError(
+                        f"offsets {off}..{earliest[tp]} of {tp[0]}-{tp[1]} are gone "
+                        "(retention?); set failOnDataLoss=false to skip them"
+                    )
+                out[tp] = earliest[tp]
+        return out
+
+
+def split_ranges(ranges: list[KafkaRange], min_partitions: int | None) -> list[KafkaRange]:
+    """Spark's `KafkaOffsetRangeCalculator`: with `minPartitions` above the number of
+    ranges, big ranges are split in proportion to their size. Empty ranges are dropped."""
+    ranges = [r for r in ranges if r.end > r.start]
+    if not min_partitions or min_partitions <= len(ranges):
+        return ranges
+    total = sum(r.end - r.start for r in ranges)
+    out = []
+    for r in ranges:
+        size = r.end - r.start
+        parts = max(round(size / total * min_partitions), 1)
+        for i in range(parts):
+            s = r.start + size * i // parts
+            e = r.start + size * (i + 1) // parts
+            if e > s:
+                out.append(KafkaRange(r.topic, r.partition, s, e))
+    return out
+
+
+def _next_offset(records: bytes) -> int | None:
+    """The offset after the last complete batch in a fetch response."""
+    pos, nxt = 0, None
+    while pos + 61 <= len(records):
+        base, length = struct.unpack_from(">qi", records, pos)
+        size = 12 + length
+        if length < 49 or pos + size > len(records):
+            break
+        (last_delta,) = struct.unpack_from(">i", records, pos + 23)
+        nxt = base + last_delta + 1
+        pos += size
+    return nxt
+
+
+def read_range(
+    r: KafkaRange,
+    bootstrap: str,
+    schema: pa.Schema,
+    *,
+    include_headers: bool,
+    fail_on_data_loss: bool,
+    timeout: float = 120.0,
+) -> Iterator[pa.RecordBatch]:
+    """Fetches `[r.start, r.end)` and yields it decoded, one Arrow batch per fetch."""
+    pos = r.start
+    deadline = time.monotonic() + timeout
+    with KafkaClient(bootstrap) as client:
+        while pos < r.end:
+            try:
+                resp = client.fetch(r.topic, r.partition, pos)
+            except (OSError, KafkaError):
+                if time.monotonic() > deadline:
+                    raise
+                client.close()
+                time.sleep(0.2)
+                continue
+            if resp.error == OFFSET_OUT_OF_RANGE and pos < resp.log_start_offset:
+                if fail_on_data_loss:
+                    raise RuntimeError(
+                        f"offsets {pos}..{resp.log_start_offset} of {r.topic}-{r.partition} "
+                        "are gone; set failOnDataLoss=false to skip them"
+                    )
+                pos = resp.log_start_offset
+                continue
+            if resp.error:
+                if time.monotonic() > deadline:
+                    raise KafkaError(resp.error, f"fetch {r.topic}-{r.partition}@{pos}")
+                time.sleep(0.2)
+                continue
+            nxt = _next_offset(resp.records)
+            if nxt is None:
+                # Nothing more below the high watermark: the range ends early (data
+                # loss), which failOnDataLoss turns into an error after a grace period.
+                gave_up = not fail_on_data_loss or time.monotonic() > deadline
+                if resp.high_watermark <= pos and gave_up:
+                    if fail_on_data_loss:
+                        raise RuntimeError(
+                            f"{r.topic}-{r.partition} ends at {resp.high_watermark}, "
+                            f"offsets up to {r.end} were expected"
+                        )
+                    return
+                time.sleep(0.05)
+                continue
+            deadline = time.monotonic() + timeout
+            blobs = pa.array([resp.records], pa.binary())
+            batch = decode_batches(
+                blobs,
+                r.topic,
+                r.partition,
+                include_headers=include_headers,
+                batch_fields=False,
+                start_offset=pos,
+                end_offset=r.end,
+            )
+            pos = nxt
+            if batch.num_rows:
+                yield conform(batch, schema)
+
+
+# --- offline: segments of a log directory -------------------------------------------------
+
+
+def segment_ranges(log_dir: str, opts: _Options) -> list[SegmentRange]:
+    from kafkars.log import LogDir
+
+    logs = LogDir(log_dir).partitions()
+    wanted = set(opts.wanted(sorted({p.topic for p in logs})))
+    assigned: set[TopicPartition] | None = None
+    if opts.strategy == "assign":
+        assigned = {(t, int(p)) for t, ps in json.loads(opts.raw["assign"]).items() for p in ps}
+    out = []
+    for p in sorted(logs, key=lambda p: (p.topic, p.partition)):
+        if p.topic not in wanted or (
+            assigned is not None and (p.topic, p.partition) not in assigned
+        ):
+            continue
+        for seg in p.segments():
+            out.append(SegmentRange(p.topic, p.partition, str(seg.log_path)))
+    return out
+
+
+def read_segment(
+    s: SegmentRange, schema: pa.Schema, *, include_headers: bool, chunk_bytes: int = 8 << 20
+) -> Iterator[pa.RecordBatch]:
+    """Decodes a segment file through mmap, about `chunk_bytes` of batches per Arrow batch."""
+    path = Path(s.path)
+    if path.stat().st_size == 0:
+        return
+    with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+        size = len(m)
+        pos = 0
+        while pos < size:
+            end = pos
+            while end + 12 <= size and end - pos < chunk_bytes:
+                (length,) = struct.unpack_from(">i", m, end + 8)
+                if length <= 0 or end + 12 + length > size:
+                    size = end  # the end of what is written (a torn or zeroed tail)
+                    break
+                end += 12 + length
+            if end == pos:
+                break
+            # Zero-copy: the chunk is one binary value over the mapped bytes.
+            data = pa.py_buffer(memoryview(m)[pos:end])
+            offsets = pa.py_buffer(struct.pack("<ii", 0, end - pos))
+            blobs = pa.Array.from_buffers(pa.binary(), 1, [None, offsets, data])
+            batch = decode_batches(
+                blobs, s.topic, s.partition, include_headers=include_headers, batch_fields=False
+            )
+            del blobs, data
+            pos = end
+            if batch.num_rows:
+                yield conform(batch, schema)
+
+
+# --- the data source ----------------------------------------------------------------------
+
+
+class KafkarsDataSource(DataSource):
+    """`spark.read.format("kafkars")`: Spark's Kafka source and sink over kafkars."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "kafkars"
+
+    def schema(self) -> str:
+        if _bool(self.options, "includeHeaders", False):
+            return f"{KAFKA_DDL}, {HEADERS_DDL}"
+        return KAFKA_DDL
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return KafkarsReader(_Options(self.options, streaming=False), schema)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return KafkarsStreamReader(_Options(self.options, streaming=True), schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
+        return KafkarsWriter(dict(self.options), schema)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamArrowWriter:
+        return KafkarsStreamWriter(dict(self.options), schema)
+
+
+class KafkarsReader(DataSourceReader):
+    """Batch read: one Spark partition per offset range (or per segment offline)."""
+
+    def __init__(self, opts: _Options, schema: StructType) -> None:
+        self.opts = opts
+        self.schema = schema
+
+    def partitions(self) -> Sequence[InputPartition]:
+        o = self.opts
+        if o.path is not None:
+            return segment_ranges(o.path, o) or [InputPartition(None)]
+        planner = _KafkaPlanner(o)
+        with planner.client() as client:
+            tps = planner.partitions(client)
+            start = planner.check_loss(client, planner.starting(client, tps))
+            end = planner.ending(client, tps)
+        ranges = [KafkaRange(t, p, start[(t, p)], end[(t, p)]) for t, p in tps]
+        return split_ranges(ranges, o.min_partitions) or [InputPartition(None)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        schema = to_arrow_schema(self.schema, timezone="UTC")
+        if isinstance(partition, SegmentRange):
+            yield from read_segment(partition, schema, include_headers=self.opts.include_headers)
+        elif isinstance(partition, KafkaRange):
+            assert self.opts.bootstrap is not None
+            yield from read_range(
+                partition,
+                self.opts.bootstrap,
+                schema,
+                include_headers=self.opts.include_headers,
+                fail_on_data_loss=self.opts.fail_on_data_loss,
+                timeout=self.opts.poll_timeout,
+            )
+
+
+def _to_json(offsets: dict[TopicPartition, int]) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for (t, p), off in sorted(offsets.items()):
+        out.setdefault(t, {})[str(p)] = off
+    return out
+
+
+def _from_json(offsets: dict[str, Any]) -> dict[TopicPartition, int]:
+    if isinstance(offsets, str):
+        offsets = json.loads(offsets)
+    return {(t, int(p)): int(o) for t, ps in offsets.items() for p, o in ps.items()}
+
+
+def rate_limit(
+    limit: int, start: dict[TopicPartition, int], until: dict[TopicPartition, int]
+) -> dict[TopicPartition, int]:
+    """Spark's `KafkaMicroBatchStream.rateLimit`: `limit` offsets split across partitions
+    in proportion to their backlog, a share below 1 rounded up so none starves."""
+    sizes = {tp: end - start.get(tp, end) for tp, end in until.items()}
+    sizes = {tp: s for tp, s in sizes.items() if s > 0}
+    total = sum(sizes.values())
+    if total < 1:
+        return dict(until)
+    out = {}
+    for tp, end in until.items():
+        if tp not in sizes:
+            out[tp] = end
+            continue
+        prorate = limit * (sizes[tp] / total)
+        n = int(prorate) if prorate >= 1 else (1 if prorate > 0 else 0)
+        out[tp] = min(end, start[tp] + n)
+    return out
+
+
+class KafkarsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Streaming read: offsets `{"topic":{"0":next}}`, `maxOffsetsPerTrigger` through
+    admission control, Trigger.AvailableNow. Spark checkpoints the offsets."""
+
+    def __init__(self, opts: _Options, schema: StructType) -> None:
+        if opts.path is not None:
+            raise ValueError("streaming reads need a broker ('path' is batch only)")
+        self.opts = opts
+        self.schema = schema
+        self.planner = _KafkaPlanner(opts)
+        self._client: KafkaClient | None = None
+        self._latest: dict[TopicPartition, int] = {}
+        self._target: dict[TopicPartition, int] | None = None
+
+    def _c(self) -> KafkaClient:
+        if self._client is None:
+            self._client = self.planner.client()
+        return self._client
+
+    def initialOffset(self) -> dict:
+        client = self._c()
+        tps = self.planner.partitions(client)
+        return _to_json(self.planner.check_loss(client, self.planner.starting(client, tps)))
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self.opts.max_offsets is not None:
+            return ReadMaxRows(self.opts.max_offsets)
+        return ReadAllAvailable()
+
+    def _fetch_latest(self) -> dict[TopicPartition, int]:
+        client = self._c()
+        try:
+            tps = self.planner.partitions(client)
+            latest = client.list_offsets(dict.fromkeys(tps, LATEST)) if tps else {}
+        except (OSError, KafkaError):
+            client.close()
+            self._client = None
+            raise
+        self._latest = latest
+        return latest
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._target = self._fetch_latest()
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        begin = _from_json(start)
+        latest = dict(self._target) if self._target is not None else self._fetch_latest()
+        # Partitions that appeared since the query started are read from their beginning.
+        new = [tp for tp in latest if tp not in begin]
+        if new:
+            begin.update(self._c().list_offsets(dict.fromkeys(new, EARLIEST)))
+        until = {tp: max(off, begin[tp]) for tp, off in latest.items()}
+        if isinstance(limit, ReadMaxRows):
+            until = rate_limit(limit.max_rows, begin, until)
+        # Keep partitions we no longer see where they were, so offsets only move forward.
+        for tp, off in _from_json(start).items():
+            until.setdefault(tp, off)
+        return _to_json(until)
+
+    def reportLatestOffset(self) -> dict | None:
+        return _to_json(self._latest) if self._latest else None
+
+    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        begin, until = _from_json(start), _from_json(end)
+        if begin != until and any(tp not in begin for tp in until):
+            new = [tp for tp in until if tp not in begin]
+            begin.update(self._c().list_offsets(dict.fromkeys(new, EARLIEST)))
+        ranges = [
+            KafkaRange(t, p, begin.get((t, p), off), off) for (t, p), off in sorted(until.items())
+        ]
+        return split_ranges(ranges, self.opts.min_partitions)
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, KafkaRange) and self.opts.bootstrap is not None
+        yield from read_range(
+            partition,
+            self.opts.bootstrap,
+            to_arrow_schema(self.schema, timezone="UTC"),
+            include_headers=self.opts.include_headers,
+            fail_on_data_loss=self.opts.fail_on_data_loss,
+            timeout=self.opts.poll_timeout,
+        )
+
+    def commit(self, end: dict) -> None:
+        """Nothing to do: like Spark's Kafka source, progress lives in the checkpoint."""
+
+    def stop(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+
+# --- writers --------------------------------------------------------------------------------
+
+
+@dataclass
+class WriteResult(WriterCommitMessage):
+    records: int
+
+
+def _producer_config(options: dict[str, str]) -> dict[str, str]:
+    conf = {}
+    for k, v in options.items():
+        if k.lower().startswith("kafka."):
+            name = k[6:]
+            if name.lower() in _REJECTED:
+                raise ValueError(f"Kafka option '{name}' is not supported")
+            conf[name] = v
+    if "bootstrap.servers" not in conf:
+        raise ValueError("option 'kafka.bootstrap.servers' must be set")
+    return conf
+
+
+def _bytes_column(batch: pa.RecordBatch, name: str) -> list[bytes | None] | None:
+    if name not in batch.schema.names:
+        return None
+    col = batch.column(name)
+    if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+        col = col.cast(pa.binary())
+    return col.to_pylist()
+
+
+def produce_batches(options: dict[str, str], batches: Iterator[pa.RecordBatch]) -> int:
+    """Sends the rows (value, optional key/topic/partition/headers) and waits for every
+    acknowledgement: at-least-once, as Spark's Kafka sink."""
+    from confluent_kafka import KafkaException, Producer
+
+    opts = {k.lower(): v for k, v in options.items()}
+    default_topic = opts.get("topic")
+    conf = {"linger.ms": "5", **_producer_config(options)}
+    producer = Producer(conf)
+    errors: list[Any] = []
+
+    def on_delivery(err: Any, _msg: Any) -> None:
+        if err is not None:
+            errors.append(err)
+
+    n = 0
+    for batch in batches:
+        if "value" not in batch.schema.names:
+            raise ValueError("the data to write needs a 'value' column")
+        values = _bytes_column(batch, "value") or []
+        keys = _bytes_column(batch, "key")
+        topics = batch.column("topic").to_pylist() if "topic" in batch.schema.names else None
+        parts = batch.column("partition").to_pylist() if "partition" in batch.schema.names else None
+        headers = batch.column("headers").to_pylist() if "headers" in batch.schema.names else None
+        for i, value in enumerate(values):
+            topic = default_topic or (topics[i] if topics else None)
+            if not topic:
+                raise ValueError("no topic: set the 'topic' option or a 'topic' column")
+            kwargs: dict[str, Any] = {"value": value, "on_delivery": on_delivery}
+            if keys is not None:
+                kwargs["key"] = keys[i]
+            if parts is not None and parts[i] is not None:
+                kwargs["partition"] = parts[i]
+            if headers is not None and headers[i]:
+                kwargs["headers"] = [(h["key"], h["value"]) for h in headers[i]]
+            while True:
+                try:
+                    producer.produce(topic, **kwargs)
+                    break
+                except BufferError:
+                    producer.poll(0.1)
+            n += 1
+        producer.poll(0)
+    remaining = producer.flush(120)
+    if remaining:
+        raise KafkaException(f"{remaining} records not acknowledged")
+    if errors:
+        raise KafkaException(errors[0])
+    return n
+
+
+class KafkarsWriter(DataSourceArrowWriter):
+    def __init__(self, options: dict[str, str], schema: StructType) -> None:
+        _producer_config(options)
+        self.options = options
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriteResult:
+        return WriteResult(produce_batches(self.options, iterator))
+
+
+class KafkarsStreamWriter(DataSourceStreamArrowWriter):
+    def __init__(self, options: dict[str, str], schema: StructType) -> None:
+        _producer_config(options)
+        self.options = options
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriteResult:
+        return WriteResult(produce_batches(self.options, iterator))
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """Records are acknowledged in `write`; nothing is left to commit."""
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """Sent records stay (at-least-once); a retried batch may write them again."""

@@ -1,0 +1,274 @@
+"""A minimal Kafka client for the Spark readers: Metadata, ListOffsets and Fetch, keeping
+the fetched record batches as raw bytes so the Rust decoder gets them whole.
+
+Plain sockets and `struct`, no threads, nothing started at import: Spark executors fork
+their Python workers, and each read task opens and closes its own connections.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+from dataclasses import dataclass, field
+
+EARLIEST = -2
+LATEST = -1
+
+_METADATA, _LIST_OFFSETS, _FETCH = 3, 2, 1
+_RETRIABLE = {3, 5, 6, 7, 9, 13, 14, 15, 56, 74, 75}  # unknown partition, not leader, ...
+
+
+class KafkaError(Exception):
+    """A Kafka error code from the broker. args: (code, message)."""
+
+    @property
+    def code(self) -> int:
+        return int(self.args[0])
+
+
+class _Reader:
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.pos = 0
+
+    def _take(self, fmt: str) -> int:
+        (v,) = struct.unpack_from(fmt, self.data, self.pos)
+        self.pos += struct.calcsize(fmt)
+        return int(v)
+
+    def i8(self) -> int:
+        return self._take(">b")
+
+    def i16(self) -> int:
+        return self._take(">h")
+
+    def i32(self) -> int:
+        return self._take(">i")
+
+    def i64(self) -> int:
+        return self._take(">q")
+
+    def string(self) -> str | None:
+        n = self.i16()
+        if n < 0:
+            return None
+        s = self.data[self.pos : self.pos + n].decode()
+        self.pos += n
+        return s
+
+    def bytes_(self) -> bytes | None:
+        n = self.i32()
+        if n < 0:
+            return None
+        b = self.data[self.pos : self.pos + n]
+        self.pos += n
+        return b
+
+
+def _str(s: str | None) -> bytes:
+    if s is None:
+        return struct.pack(">h", -1)
+    b = s.encode()
+    return struct.pack(">h", len(b)) + b
+
+
+@dataclass
+class PartitionInfo:
+    topic: str
+    partition: int
+    leader: int
+    error: int
+
+
+@dataclass
+class FetchedPartition:
+    error: int
+    high_watermark: int
+    log_start_offset: int
+    records: bytes
+
+
+@dataclass
+class Connection:
+    host: str
+    port: int
+    timeout: float = 30.0
+    client_id: str = "kafkars-spark"
+    _sock: socket.socket | None = field(default=None, repr=False)
+    _correlation: int = 0
+
+    def request(self, api_key: int, version: int, body: bytes) -> _Reader:
+        if self._sock is None:
+            self._sock = socket.create_connection((self.host, self.port), timeout=self.timeout)
+            self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._correlation += 1
+        header = struct.pack(">hhi", api_key, version, self._correlation) + _str(self.client_id)
+        msg = header + body
+        self._sock.sendall(struct.pack(">i", len(msg)) + msg)
+        size = struct.unpack(">i", self._recv(4))[0]
+        r = _Reader(self._recv(size))
+        if r.i32() != self._correlation:
+            raise KafkaError(-1, "correlation id mismatch")
+        return r
+
+    def _recv(self, n: int) -> bytes:
+        assert self._sock is not None
+        buf = bytearray(n)
+        view = memoryview(buf)
+        got = 0
+        while got < n:
+            k = self._sock.recv_into(view[got:], n - got)
+            if k == 0:
+                raise ConnectionError(f"{self.host}:{self.port} closed the connection")
+            got += k
+        return bytes(buf)
+
+    def close(self) -> None:
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+
+
+class KafkaClient:
+    """Connections to the brokers of one cluster, found from `bootstrap_servers`."""
+
+    def __init__(self, bootstrap_servers: str, *, timeout: float = 30.0) -> None:
+        self.timeout = timeout
+        self.bootstrap = [_host_port(s) for s in bootstrap_servers.split(",") if s.strip()]
+        if not self.bootstrap:
+            raise ValueError("kafka.bootstrap.servers is empty")
+        self.brokers: dict[int, tuple[str, int]] = {}
+        self._conns: dict[tuple[str, int], Connection] = {}
+        self.leaders: dict[tuple[str, int], int] = {}
+
+    def _conn(self, addr: tuple[str, int]) -> Connection:
+        c = self._conns.get(addr)
+        if c is None:
+            c = self._conns[addr] = Connection(addr[0], addr[1], self.timeout)
+        return c
+
+    def _any(self) -> Connection:
+        last: Exception | None = None
+        for addr in list(self.brokers.values()) + self.bootstrap:
+            c = self._conn(addr)
+            try:
+                if c._sock is None:
+                    c._sock = socket.create_connection(addr, timeout=self.timeout)
+                return c
+            except OSError as e:
+                last = e
+        raise ConnectionError(f"no broker reachable in {self.bootstrap}: {last}")
+
+    def metadata(self, topics: list[str] | None = None) -> dict[str, list[PartitionInfo]]:
+        """Partitions per topic (all topics when `topics` is None); Metadata v1."""
+        if topics is None:
+            body = struct.pack(">i", -1)
+        else:
+            body = struct.pack(">i", len(topics)) + b"".join(_str(t) for t in topics)
+        r = self._any().request(_METADATA, 1, body)
+        for _ in range(r.i32()):
+            node, host, port = r.i32(), r.string(), r.i32()
+            r.string()  # rack
+            self.brokers[node] = (host or "", port)
+        r.i32()  # controller
+        out: dict[str, list[PartitionInfo]] = {}
+        for _ in range(r.i32()):
+            err, name = r.i16(), r.string() or ""
+            r.i8()  # is_internal
+            parts = []
+            for _ in range(r.i32()):
+                perr, p, leader = r.i16(), r.i32(), r.i32()
+                for _ in range(2):  # replicas, isr
+                    for _ in range(r.i32()):
+                        r.i32()
+                parts.append(PartitionInfo(name, p, leader, perr))
+                self.leaders[(name, p)] = leader
+            if err == 0 or parts:
+                out[name] = sorted(parts, key=lambda x: x.partition)
+            elif err not in (3,):  # UNKNOWN_TOPIC_OR_PARTITION: leave the topic out
+                raise KafkaError(err, f"metadata for topic {name!r}")
+        return out
+
+    def _leader_conn(self, topic: str, partition: int) -> Connection:
+        leader = self.leaders.get((topic, partition))
+        if leader is None or leader not in self.brokers:
+            self.metadata([topic])
+            leader = self.leaders.get((topic, partition))
+        if leader is None or leader < 0 or leader not in self.brokers:
+            raise KafkaError(5, f"no leader for {topic}-{partition}")
+        return self._conn(self.brokers[leader])
+
+    def list_offsets(self, requests: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+        """Offsets for `{(topic, partition): timestamp}` (-2 earliest, -1 latest, or a ms
+        timestamp, giving -1 when no record is that late); ListOffsets v1."""
+        by_leader: dict[tuple[str, int], dict[tuple[str, int], int]] = {}
+        for tp, ts in requests.items():
+            conn = self._leader_conn(*tp)
+            by_leader.setdefault((conn.host, conn.port), {})[tp] = ts
+        out: dict[tuple[str, int], int] = {}
+        for addr, reqs in by_leader.items():
+            topics: dict[str, list[tuple[int, int]]] = {}
+            for (t, p), ts in reqs.items():
+                topics.setdefault(t, []).append((p, ts))
+            body = struct.pack(">ii", -1, len(topics))
+            for t, ps in topics.items():
+                body += _str(t) + struct.pack(">i", len(ps))
+                body += b"".join(struct.pack(">iq", p, ts) for p, ts in ps)
+            r = self._conn(addr).request(_LIST_OFFSETS, 1, body)
+            for _ in range(r.i32()):
+                t = r.string() or ""
+                for _ in range(r.i32()):
+                    p, err = r.i32(), r.i16()
+                    r.i64()  # timestamp
+                    off = r.i64()
+                    if err:
+                        raise KafkaError(err, f"ListOffsets {t}-{p}")
+                    out[(t, p)] = off
+        return out
+
+    def fetch(
+        self, topic: str, partition: int, offset: int, *, max_bytes: int = 8 << 20
+    ) -> FetchedPartition:
+        """The record batches from `offset` on (whole batches, the last maybe truncated);
+        Fetch v5, read_uncommitted."""
+        conn = self._leader_conn(topic, partition)
+        body = struct.pack(">iiiib", -1, 500, 1, max_bytes, 0)
+        body += struct.pack(">i", 1) + _str(topic)
+        body += struct.pack(">iiqqi", 1, partition, offset, -1, max_bytes)
+        r = conn.request(_FETCH, 5, body)
+        r.i32()  # throttle
+        result: FetchedPartition | None = None
+        for _ in range(r.i32()):
+            r.string()
+            for _ in range(r.i32()):
+                r.i32()
+                err, hw = r.i16(), r.i64()
+                r.i64()  # last stable offset
+                log_start = r.i64()
+                n = r.i32()
+                for _ in range(max(n, 0)):
+                    r.i64()
+                    r.i64()
+                records = r.bytes_() or b""
+                result = FetchedPartition(err, hw, log_start, records)
+        if result is None:
+            raise KafkaError(-1, f"no fetch response for {topic}-{partition}")
+        if result.error in _RETRIABLE:
+            self.leaders.pop((topic, partition), None)
+        return result
+
+    def close(self) -> None:
+        for c in self._conns.values():
+            c.close()
+        self._conns.clear()
+
+    def __enter__(self) -> KafkaClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _host_port(s: str) -> tuple[str, int]:
+    host, _, port = s.strip().rpartition(":")
+    return (host.strip("[]") or "localhost", int(port))
