@@ -8,7 +8,13 @@ Single-threaded on purpose: records/s here is per core.
 
 from __future__ import annotations
 
-import time
+import os
+
+# Per core, as the docstring says: numpy's BLAS worker threads (pulled in with pyarrow)
+# otherwise spin on the other core and make the figures swing by 2x from run to run.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import time  # noqa: E402
 from collections.abc import Callable
 from typing import Any
 
@@ -80,7 +86,7 @@ def test_decode(benchmark: Any, decoder: str, value_size: int, codec: str) -> No
         benchmark.extra_info["records_per_s"] = n / benchmark.stats.stats.mean
 
 
-def _rate(run: Callable[[], int], min_time: float = 1.0) -> float:
+def _rate(run: Callable[[], int], min_time: float = 3.0) -> float:
     run()  # warm up
     n, t0 = 0, time.perf_counter()
     while (elapsed := time.perf_counter() - t0) < min_time:

@@ -106,6 +106,10 @@ struct Options {
 
 /// Column builders for the output rows.
 struct Columns {
+    // Which optional columns are wanted: the others are not filled per record at all.
+    headers: bool,
+    batch_fields: bool,
+    error_column: bool,
     key: BinaryBuilder,
     value: BinaryBuilder,
     topic: StringBuilder,
@@ -126,8 +130,11 @@ struct Columns {
 }
 
 impl Columns {
-    fn new() -> Self {
+    fn new(opts: &Options) -> Self {
         Self {
+            headers: opts.include_headers,
+            batch_fields: opts.batch_fields,
+            error_column: opts.on_error == OnError::Column,
             key: BinaryBuilder::new(),
             value: BinaryBuilder::new(),
             topic: StringBuilder::new(),
@@ -149,6 +156,9 @@ impl Columns {
     }
 
     fn push_batch_fields(&mut self, batch: &RecordBatch<'_>) {
+        if !self.batch_fields {
+            return;
+        }
         self.base_offset.append_value(batch.base_offset());
         self.producer_id.append_value(batch.producer_id());
         self.is_transactional.append_value(batch.is_transactional());
@@ -175,7 +185,9 @@ impl Columns {
             .append_value(r.timestamp.saturating_mul(1000));
         self.timestamp_type
             .append_value(i32::from(batch.timestamp_type().id()));
-        if r.headers.is_empty() {
+        if !self.headers {
+            // Not output: nothing to build.
+        } else if r.headers.is_empty() {
             // Spark's Kafka source gives null, not an empty array, for no headers.
             self.header_nulls.append_null();
         } else {
@@ -190,11 +202,15 @@ impl Columns {
             }
             self.header_nulls.append_non_null();
         }
-        let n = self.header_keys.len();
-        self.header_offsets
-            .push(i32::try_from(n).unwrap_or(i32::MAX));
+        if self.headers {
+            let n = self.header_keys.len();
+            self.header_offsets
+                .push(i32::try_from(n).unwrap_or(i32::MAX));
+        }
         self.push_batch_fields(batch);
-        self.error.append_null();
+        if self.error_column {
+            self.error.append_null();
+        }
     }
 
     /// One row standing for a batch that failed to decode: its error and what of its
@@ -213,12 +229,15 @@ impl Columns {
         self.offset.append_option(batch.map(|b| b.base_offset()));
         self.timestamp.append_null();
         self.timestamp_type.append_null();
-        self.header_nulls.append_null();
-        let n = self.header_keys.len();
-        self.header_offsets
-            .push(i32::try_from(n).unwrap_or(i32::MAX));
+        if self.headers {
+            self.header_nulls.append_null();
+            let n = self.header_keys.len();
+            self.header_offsets
+                .push(i32::try_from(n).unwrap_or(i32::MAX));
+        }
         match batch {
             Some(b) => self.push_batch_fields(b),
+            None if !self.batch_fields => {}
             None => {
                 self.base_offset.append_null();
                 self.producer_id.append_null();
@@ -333,7 +352,7 @@ fn decode(
     partitions: &PerRow<Option<i32>, ArrayRef>,
     opts: &Options,
 ) -> Result<ArrowRecordBatch, BatchError> {
-    let mut cols = Columns::new();
+    let mut cols = Columns::new(opts);
     for row in 0..blobs.len() {
         let Some(buf) = blobs.get(row) else { continue };
         let topic = topics.get(row);
