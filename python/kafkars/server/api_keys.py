@@ -113,8 +113,8 @@ KAFKA_4_0_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DESCRIBE_PRODUCERS: (0, 0),
     ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
     ApiKey.LIST_TRANSACTIONS: (0, 1),
-    ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 0),
-    ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 0),
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 1),
 }
 
 

@@ -56,6 +56,8 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.DESCRIBE_GROUPS: groups.handle_describe_groups,
     ApiKey.LIST_GROUPS: groups.handle_list_groups,
     ApiKey.DELETE_GROUPS: groups.handle_delete_groups,
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: groups.handle_consumer_group_heartbeat,
+    ApiKey.CONSUMER_GROUP_DESCRIBE: groups.handle_consumer_group_describe,
 }
 
 

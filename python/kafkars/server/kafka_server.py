@@ -18,6 +18,7 @@ from typing import Any
 from kafkars import _core
 from kafkars.config import ConfigStore, KafkaConfig, LogConfig, describe_topic
 from kafkars.coordinator.group import GroupCoordinator
+from kafkars.coordinator.group.consumer_group import ConsumerGroupConfig, ConsumerGroupCoordinator
 from kafkars.coordinator.group.group_coordinator import GroupConfig
 from kafkars.coordinator.group.group_metadata_manager import GroupMetadataManager
 from kafkars.log import read_properties
@@ -103,6 +104,7 @@ class KafkaServer:
         self.produce_purgatory: ProducePurgatory | None = None
         self.kafka_scheduler: KafkaScheduler | None = None
         self.group_coordinator: GroupCoordinator | None = None
+        self.consumer_group_coordinator: ConsumerGroupCoordinator | None = None
         self.topic_metrics = BrokerTopicMetrics()
         self.metrics_server: MetricsServer | None = None
         self._shutdown_lock = threading.Lock()
@@ -209,6 +211,15 @@ class KafkaServer:
             GroupConfig.from_broker(self.config), self.group_metadata_manager
         )
         self.group_coordinator.startup()
+        self._consumer_group_timer = _core.DelayedOperationPurgatory("ConsumerGroupHeartbeat")
+        timer = self._consumer_group_timer
+        classic = self.group_coordinator
+        self.consumer_group_coordinator = ConsumerGroupCoordinator(
+            ConsumerGroupConfig.from_broker(self.config),
+            self.metadata,
+            lambda op: timer.try_complete_else_watch(op, ["session"]),
+            classic_group_in_use=lambda g: bool((grp := classic.get_group(g)) and grp.members),
+        )
         t = step("group coordinator", t)
         self.apis = KafkaApis(self)
         t = step("apis", t)
@@ -293,6 +304,9 @@ class KafkaServer:
                 self.produce_purgatory.shutdown()
             if self.group_coordinator is not None:
                 self.group_coordinator.shutdown()
+            if self.consumer_group_coordinator is not None:
+                self.consumer_group_coordinator.shutdown()
+                self._consumer_group_timer.shutdown()
             if self._started:
                 self.log_manager.shutdown()
             self._stopped.set()

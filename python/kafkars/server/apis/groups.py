@@ -1,5 +1,6 @@
 """Group APIs: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,
-OffsetFetch, OffsetDelete, DescribeGroups, ListGroups, DeleteGroups.
+OffsetFetch, OffsetDelete, DescribeGroups, ListGroups, DeleteGroups, and KIP-848's
+ConsumerGroupHeartbeat and ConsumerGroupDescribe.
 
 Each handler turns the request dict into a `GroupCoordinator` call; JoinGroup and
 SyncGroup answer later, from whichever thread completes the rebalance.
@@ -15,6 +16,7 @@ from kafkars.server.errors import Errors
 
 if TYPE_CHECKING:
     from kafkars.coordinator.group import GroupCoordinator
+    from kafkars.coordinator.group.consumer_group import ConsumerGroupCoordinator
     from kafkars.server.kafka_server import KafkaServer
 
 COORDINATOR_TYPE_GROUP, COORDINATOR_TYPE_TRANSACTION = 0, 1
@@ -24,6 +26,12 @@ AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 def _coordinator(server: KafkaServer) -> GroupCoordinator:
     coordinator = server.group_coordinator
+    assert coordinator is not None  # created at start-up, before requests are served
+    return coordinator
+
+
+def _consumer_groups(server: KafkaServer) -> ConsumerGroupCoordinator:
+    coordinator = server.consumer_group_coordinator
     assert coordinator is not None  # created at start-up, before requests are served
     return coordinator
 
@@ -171,13 +179,25 @@ def handle_offset_commit(server: KafkaServer, request: Any) -> dict[str, Any]:
                 commit_timestamp=now,
                 expire_timestamp=now + retention if retention >= 0 else None,
             )
-    results = _coordinator(server).handle_commit_offsets(
-        body["group_id"],
-        body["member_id"],
-        body.get("group_instance_id") if version >= 7 else None,
-        body["generation_id_or_member_epoch"],
-        offsets,
+    consumer_check = _consumer_groups(server).validate_commit(
+        body["group_id"], body["member_id"], body["generation_id_or_member_epoch"]
     )
+    if consumer_check is None:
+        results = _coordinator(server).handle_commit_offsets(
+            body["group_id"],
+            body["member_id"],
+            body.get("group_instance_id") if version >= 7 else None,
+            body["generation_id_or_member_epoch"],
+            offsets,
+        )
+    elif consumer_check is not Errors.NONE:
+        results = dict.fromkeys(offsets, consumer_check)
+    else:
+        # A consumer-protocol member: checked above; the offsets go where every
+        # group's do (as a commit from outside any classic generation).
+        results = _coordinator(server).handle_commit_offsets(
+            body["group_id"], "", None, -1, offsets
+        )
     topics = []
     for t in body["topics"]:
         partitions = []
@@ -272,18 +292,30 @@ def handle_list_groups(server: KafkaServer, request: Any) -> dict[str, Any]:
     types = (
         {t.lower() for t in body.get("types_filter") or []} if request.api_version >= 5 else set()
     )
-    if types and "classic" not in types:
-        listed = []  # every group here is a classic group
-    else:
-        listed = _coordinator(server).list_groups(states or None)
-    return {
-        "throttle_time_ms": 0,
-        "error_code": 0,
-        "groups": [
+    consumer_groups = _consumer_groups(server)
+    consumer_ids = set(consumer_groups.group_ids())
+    groups = []
+    if not types or "classic" in types:
+        # A consumer-protocol group's offsets live in a classic group of the same id.
+        groups += [
             {"group_id": g, "protocol_type": pt, "group_state": state, "group_type": "classic"}
-            for g, pt, state in listed
-        ],
-    }
+            for g, pt, state in _coordinator(server).list_groups(states or None)
+            if g not in consumer_ids
+        ]
+    if not types or "consumer" in types:
+        for g in sorted(consumer_ids):
+            group = consumer_groups.get(g)
+            state = group.state if group is not None else "Dead"
+            if not states or state in states:
+                groups.append(
+                    {
+                        "group_id": g,
+                        "protocol_type": "consumer",
+                        "group_state": state,
+                        "group_type": "consumer",
+                    }
+                )
+    return {"throttle_time_ms": 0, "error_code": 0, "groups": groups}
 
 
 def handle_delete_groups(server: KafkaServer, request: Any) -> dict[str, Any]:
@@ -291,4 +323,19 @@ def handle_delete_groups(server: KafkaServer, request: Any) -> dict[str, Any]:
     return {
         "throttle_time_ms": 0,
         "results": [{"group_id": g, "error_code": int(e)} for g, e in results.items()],
+    }
+
+
+# -- KIP-848 ------------------------------------------------------------------------------
+def handle_consumer_group_heartbeat(server: KafkaServer, request: Any) -> dict[str, Any]:
+    return _consumer_groups(server).heartbeat(
+        request.body, request.client_id or "", request.client_host
+    )
+
+
+def handle_consumer_group_describe(server: KafkaServer, request: Any) -> dict[str, Any]:
+    consumer_groups = _consumer_groups(server)
+    return {
+        "throttle_time_ms": 0,
+        "groups": [consumer_groups.describe(g) for g in request.body["group_ids"]],
     }

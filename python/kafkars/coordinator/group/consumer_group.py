@@ -1,0 +1,528 @@
+"""KIP-848's consumer group protocol: ConsumerGroupHeartbeat with server-side assignment.
+
+Each heartbeat carries the member's epoch, its subscription and, when they changed, the
+partitions it owns. The coordinator keeps a group epoch (bumped when members,
+subscriptions or the subscribed topics' partitions change), a target assignment
+computed at that epoch by a server-side assignor, and for each member the assignment it
+has been told to own. Reconciliation follows KIP-848's rules:
+
+- a member first loses what its target no longer holds, keeping its epoch, and the
+  partitions stay its own until a heartbeat reports them released;
+- a partition goes to its new owner only once no other member holds it;
+- once nothing is left to revoke the member moves to the target's epoch, and gets the
+  missing partitions as they are released.
+
+Offsets stay with the classic coordinator's group of the same id (as a group without
+classic members), so they persist in `__consumer_offsets` the same way.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from kafkars.coordinator.group.delayed import DelayedTimeout
+from kafkars.server.errors import Errors
+
+log = logging.getLogger("kafkars.coordinator.group.GroupCoordinator")
+
+TopicPartition = tuple[str, int]
+LEAVE_GROUP_MEMBER_EPOCH = -1
+LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
+ASSIGNORS = ("uniform", "range")
+
+
+class TopicMetadataView(Protocol):
+    """What the coordinator needs of the broker's topics."""
+
+    def partition_count(self, topic: str) -> int | None: ...
+    def topic_id(self, topic: str) -> uuid.UUID | None: ...
+    def topic_name(self, topic_id: uuid.UUID) -> str | None: ...
+    def topic_names(self) -> list[str]: ...
+
+
+@dataclass
+class ConsumerGroupConfig:
+    session_timeout_ms: int = 45_000
+    heartbeat_interval_ms: int = 5_000
+    max_size: int = 2**31 - 1
+    assignors: tuple[str, ...] = ASSIGNORS
+
+    @classmethod
+    def from_broker(cls, config: Any) -> ConsumerGroupConfig:
+        # Kafka names the assignors by class; the short name is the class's name().
+        names = [
+            a.rsplit(".", 1)[-1].removesuffix("Assignor").lower()
+            for a in config.get("group.consumer.assignors")
+        ]
+        return cls(
+            session_timeout_ms=int(config.get("group.consumer.session.timeout.ms")),
+            heartbeat_interval_ms=int(config.get("group.consumer.heartbeat.interval.ms")),
+            max_size=int(config.get("group.consumer.max.size")),
+            assignors=tuple(n for n in names if n in ASSIGNORS) or ASSIGNORS,
+        )
+
+
+@dataclass
+class ConsumerMember:
+    member_id: str
+    instance_id: str | None = None
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    subscribed_topics: list[str] = field(default_factory=list)
+    subscribed_regex: str | None = None
+    server_assignor: str | None = None
+    rebalance_timeout_ms: int = 300_000
+    member_epoch: int = 0
+    previous_epoch: int = -1
+    # What the member has been told to own, and what it must still give up.
+    assigned: set[TopicPartition] = field(default_factory=set)
+    revoking: set[TopicPartition] = field(default_factory=set)
+    last_sent: frozenset[TopicPartition] | None = None
+    last_heartbeat: float = field(default_factory=time.monotonic)
+
+    def subscribes(self, topic: str) -> bool:
+        if topic in self.subscribed_topics:
+            return True
+        return self.subscribed_regex is not None and _fullmatch(self.subscribed_regex, topic)
+
+
+def _fullmatch(pattern: str, topic: str) -> bool:
+    try:
+        return re.fullmatch(pattern, topic) is not None
+    except re.error:
+        return False
+
+
+@dataclass
+class ConsumerGroup:
+    group_id: str
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    members: dict[str, ConsumerMember] = field(default_factory=dict)
+    target: dict[str, set[TopicPartition]] = field(default_factory=dict)
+    # Partition counts of the subscribed topics when the target was computed.
+    subscribed_partitions: dict[str, int] = field(default_factory=dict)
+    assignor: str = "uniform"
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def state(self) -> str:
+        if not self.members:
+            return "Empty"
+        if self.assignment_epoch < self.group_epoch:
+            return "Assigning"
+        if any(
+            m.member_epoch != self.assignment_epoch or m.revoking for m in self.members.values()
+        ):
+            return "Reconciling"
+        return "Stable"
+
+    def held_by_others(self, member_id: str) -> set[TopicPartition]:
+        out: set[TopicPartition] = set()
+        for m in self.members.values():
+            if m.member_id != member_id:
+                out |= m.assigned | m.revoking
+        return out
+
+
+class ConsumerGroupCoordinator:
+    """ConsumerGroupHeartbeat and ConsumerGroupDescribe, and the checks OffsetCommit makes
+    for consumer-protocol members. `schedule(delay_ms, callback)` runs a session deadline
+    on the broker's timer (the Rust purgatory)."""
+
+    def __init__(
+        self,
+        config: ConsumerGroupConfig,
+        topics: TopicMetadataView,
+        schedule: Callable[[DelayedTimeout], object],
+        classic_group_in_use: Callable[[str], bool] = lambda _g: False,
+    ) -> None:
+        self.config = config
+        self.topics = topics
+        self.schedule = schedule
+        self.classic_group_in_use = classic_group_in_use
+        self._groups: dict[str, ConsumerGroup] = {}
+        self._lock = threading.Lock()
+        self._active = True
+
+    def shutdown(self) -> None:
+        self._active = False
+
+    def get(self, group_id: str) -> ConsumerGroup | None:
+        with self._lock:
+            return self._groups.get(group_id)
+
+    def group_ids(self) -> list[str]:
+        with self._lock:
+            return list(self._groups)
+
+    # -- ConsumerGroupHeartbeat ----------------------------------------------------------
+    def heartbeat(self, req: dict[str, Any], client_id: str, client_host: str) -> dict[str, Any]:
+        group_id = req.get("group_id") or ""
+        member_id = req.get("member_id") or ""
+        epoch = int(req.get("member_epoch", 0))
+        if not group_id:
+            return self._error(Errors.INVALID_REQUEST, "GroupId can't be empty.", member_id)
+        if epoch == 0:
+            if not req.get("subscribed_topic_names") and not req.get("subscribed_topic_regex"):
+                return self._error(
+                    Errors.INVALID_REQUEST, "A joining member needs a subscription.", member_id
+                )
+            if req.get("rebalance_timeout_ms", -1) < 0:
+                return self._error(
+                    Errors.INVALID_REQUEST, "RebalanceTimeoutMs must be set.", member_id
+                )
+        elif not member_id:
+            return self._error(Errors.INVALID_REQUEST, "MemberId can't be empty.", member_id)
+        assignor = req.get("server_assignor")
+        if assignor is not None and assignor not in self.config.assignors:
+            return self._error(
+                Errors.UNSUPPORTED_ASSIGNOR, f"Assignor {assignor} is not supported.", member_id
+            )
+        if self.classic_group_in_use(group_id):
+            return self._error(
+                Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is a classic group.", member_id
+            )
+
+        with self._lock:
+            group = self._groups.setdefault(group_id, ConsumerGroup(group_id))
+        scheduled: list[DelayedTimeout] = []
+        with group.lock:
+            if epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+                if group.members.pop(member_id, None) is not None:
+                    log.info("Member %s left consumer group %s", member_id, group_id)
+                    self._bump(group)
+                return self._response(member_id, epoch, None)
+            member = group.members.get(member_id)
+            if epoch == 0:
+                if member is None:
+                    if len(group.members) >= self.config.max_size:
+                        return self._error(Errors.GROUP_MAX_SIZE_REACHED, None, member_id)
+                    member = self._join(group, member_id or str(uuid.uuid4()))
+                else:
+                    # The member lost its state (a restart): it starts over.
+                    member.assigned, member.revoking, member.member_epoch = set(), set(), 0
+                    member.last_sent = None
+            else:
+                if member is None:
+                    return self._error(Errors.UNKNOWN_MEMBER_ID, None, member_id)
+                if epoch not in (member.member_epoch, member.previous_epoch):
+                    return self._error(Errors.FENCED_MEMBER_EPOCH, None, member_id)
+            member.client_id, member.client_host = client_id, client_host
+            full = epoch == 0 or req.get("topic_partitions") is not None
+            self._update_subscription(group, member, req)
+            owned = self._owned(req.get("topic_partitions"))
+            self._maybe_refresh_target(group)
+            self._reconcile(group, member, owned)
+            member.last_heartbeat = time.monotonic()
+            scheduled.append(self._session_deadline(group, member))
+            current = frozenset(member.assigned)
+            send = full or current != member.last_sent
+            member.last_sent = current
+            response = self._response(
+                member.member_id, member.member_epoch, current if send else None
+            )
+        for op in scheduled:
+            self.schedule(op)
+        return response
+
+    def _join(self, group: ConsumerGroup, member_id: str) -> ConsumerMember:
+        member = ConsumerMember(member_id=member_id)
+        group.members[member_id] = member
+        log.info("Member %s joined consumer group %s", member_id, group.group_id)
+        self._bump(group)
+        return member
+
+    def _update_subscription(
+        self, group: ConsumerGroup, member: ConsumerMember, req: dict[str, Any]
+    ) -> None:
+        changed = False
+        names = req.get("subscribed_topic_names")
+        if names is not None and sorted(names) != sorted(member.subscribed_topics):
+            member.subscribed_topics = list(names)
+            changed = True
+        regex = req.get("subscribed_topic_regex")
+        if regex is not None and (regex or None) != member.subscribed_regex:
+            member.subscribed_regex = regex or None
+            changed = True
+        if req.get("server_assignor") is not None:
+            member.server_assignor = req["server_assignor"]
+            group.assignor = member.server_assignor or group.assignor
+        for key, attr in (("instance_id", "instance_id"), ("rack_id", "rack_id")):
+            if req.get(key) is not None:
+                setattr(member, attr, req[key])
+        if req.get("rebalance_timeout_ms", -1) >= 0:
+            member.rebalance_timeout_ms = req["rebalance_timeout_ms"]
+        if changed:
+            self._bump(group)
+
+    def _owned(self, topic_partitions: list[dict[str, Any]] | None) -> set[TopicPartition] | None:
+        if topic_partitions is None:
+            return None
+        out: set[TopicPartition] = set()
+        for tp in topic_partitions:
+            name = self.topics.topic_name(_uuid(tp["topic_id"]))
+            if name is not None:
+                out.update((name, p) for p in tp["partitions"])
+        return out
+
+    def _bump(self, group: ConsumerGroup) -> None:
+        group.group_epoch += 1
+
+    def _subscribed_partitions(self, group: ConsumerGroup) -> dict[str, int]:
+        topics: set[str] = set()
+        all_names = self.topics.topic_names()
+        for m in group.members.values():
+            topics.update(t for t in m.subscribed_topics)
+            if m.subscribed_regex is not None:
+                topics.update(t for t in all_names if _fullmatch(m.subscribed_regex, t))
+        out = {}
+        for t in sorted(topics):
+            n = self.topics.partition_count(t)
+            if n:
+                out[t] = n
+        return out
+
+    def _maybe_refresh_target(self, group: ConsumerGroup) -> None:
+        partitions = self._subscribed_partitions(group)
+        if partitions != group.subscribed_partitions:
+            group.subscribed_partitions = partitions
+            self._bump(group)
+        if group.assignment_epoch == group.group_epoch:
+            return
+        subscriptions = {
+            mid: {t for t in partitions if m.subscribes(t)} for mid, m in group.members.items()
+        }
+        assign = range_assign if group.assignor == "range" else uniform_assign
+        group.target = assign(subscriptions, partitions, group.target)
+        group.assignment_epoch = group.group_epoch
+        log.info(
+            "Computed target assignment of consumer group %s at epoch %d (%s, %d members)",
+            group.group_id,
+            group.group_epoch,
+            group.assignor,
+            len(group.members),
+        )
+
+    def _reconcile(
+        self, group: ConsumerGroup, member: ConsumerMember, owned: set[TopicPartition] | None
+    ) -> None:
+        target = group.target.get(member.member_id, set())
+        to_revoke = member.assigned - target
+        if to_revoke:
+            # Told to drop them now; they stay this member's until it reports them gone.
+            member.revoking |= to_revoke
+            member.assigned &= target
+        elif member.revoking and owned is not None and owned.isdisjoint(member.revoking):
+            member.revoking = set()
+        if member.revoking:
+            return
+        if member.member_epoch != group.assignment_epoch:
+            member.previous_epoch, member.member_epoch = member.member_epoch, group.assignment_epoch
+        member.assigned |= (target - member.assigned) - group.held_by_others(member.member_id)
+
+    def _session_deadline(self, group: ConsumerGroup, member: ConsumerMember) -> DelayedTimeout:
+        def expire() -> None:
+            if not self._active:
+                return
+            with group.lock:
+                if group.members.get(member.member_id) is not member:
+                    return
+                idle_ms = (time.monotonic() - member.last_heartbeat) * 1000
+                if idle_ms < self.config.session_timeout_ms:
+                    return  # a later heartbeat scheduled its own deadline
+                log.info(
+                    "Member %s in consumer group %s has failed (no heartbeat for %d ms)",
+                    member.member_id,
+                    group.group_id,
+                    idle_ms,
+                )
+                del group.members[member.member_id]
+                self._bump(group)
+
+        return DelayedTimeout(self.config.session_timeout_ms, expire)
+
+    def _response(
+        self, member_id: str, epoch: int, assignment: Iterable[TopicPartition] | None
+    ) -> dict[str, Any]:
+        return {
+            "throttle_time_ms": 0,
+            "error_code": 0,
+            "error_message": None,
+            "member_id": member_id,
+            "member_epoch": epoch,
+            "heartbeat_interval_ms": self.config.heartbeat_interval_ms,
+            "assignment": None if assignment is None else self._assignment(assignment),
+        }
+
+    def _assignment(self, partitions: Iterable[TopicPartition]) -> dict[str, Any]:
+        by_topic: dict[str, list[int]] = {}
+        for t, p in partitions:
+            by_topic.setdefault(t, []).append(p)
+        out = []
+        for t, ps in sorted(by_topic.items()):
+            topic_id = self.topics.topic_id(t)
+            if topic_id is not None:
+                out.append({"topic_id": topic_id, "partitions": sorted(ps)})
+        return {"topic_partitions": out}
+
+    def _error(self, error: Errors, message: str | None, member_id: str) -> dict[str, Any]:
+        return {
+            "throttle_time_ms": 0,
+            "error_code": int(error),
+            "error_message": message,
+            "member_id": member_id or None,
+            "member_epoch": -1,
+            "heartbeat_interval_ms": 0,
+            "assignment": None,
+        }
+
+    # -- OffsetCommit from consumer-protocol members ---------------------------------------
+    def validate_commit(self, group_id: str, member_id: str, epoch: int) -> Errors | None:
+        """None: not a consumer-protocol group (the classic rules apply). Otherwise the
+        error for a commit by `member_id` at `epoch` (NONE when it may commit)."""
+        group = self.get(group_id)
+        if group is None:
+            return None
+        with group.lock:
+            if not member_id and epoch < 0:
+                return Errors.NONE if not group.members else Errors.UNKNOWN_MEMBER_ID
+            member = group.members.get(member_id)
+            if member is None:
+                return Errors.UNKNOWN_MEMBER_ID
+            if epoch != member.member_epoch:
+                return Errors.STALE_MEMBER_EPOCH
+            return Errors.NONE
+
+    # -- ConsumerGroupDescribe ---------------------------------------------------------------
+    def describe(self, group_id: str) -> dict[str, Any]:
+        group = self.get(group_id)
+        if group is None:
+            return {
+                "error_code": int(Errors.GROUP_ID_NOT_FOUND),
+                "error_message": f"Group {group_id} not found.",
+                "group_id": group_id,
+                "group_state": "",
+                "group_epoch": -1,
+                "assignment_epoch": -1,
+                "assignor_name": "",
+                "members": [],
+                "authorized_operations": -2147483648,
+            }
+        with group.lock:
+            members = [
+                {
+                    "member_id": m.member_id,
+                    "instance_id": m.instance_id,
+                    "rack_id": m.rack_id,
+                    "member_epoch": m.member_epoch,
+                    "client_id": m.client_id,
+                    "client_host": m.client_host,
+                    "subscribed_topic_names": list(m.subscribed_topics),
+                    "subscribed_topic_regex": m.subscribed_regex,
+                    "assignment": self._assignment(m.assigned),
+                    "target_assignment": self._assignment(group.target.get(m.member_id, ())),
+                    "member_type": -1,
+                }
+                for m in group.members.values()
+            ]
+            return {
+                "error_code": 0,
+                "error_message": None,
+                "group_id": group_id,
+                "group_state": group.state,
+                "group_epoch": group.group_epoch,
+                "assignment_epoch": group.assignment_epoch,
+                "assignor_name": group.assignor,
+                "members": members,
+                "authorized_operations": -2147483648,
+            }
+
+
+def _uuid(value: Any) -> uuid.UUID:
+    if isinstance(value, uuid.UUID):
+        return value
+    if isinstance(value, bytes | bytearray):
+        return uuid.UUID(bytes=bytes(value))
+    return uuid.UUID(str(value))
+
+
+# -- server-side assignors --------------------------------------------------------------
+def range_assign(
+    subscriptions: dict[str, set[str]],
+    partitions: dict[str, int],
+    previous: dict[str, set[TopicPartition]],
+) -> dict[str, set[TopicPartition]]:
+    """Kafka's RangeAssignor, per topic: its partitions split into contiguous ranges over
+    the members subscribed to it, in member-id order, the first ones one longer."""
+    out: dict[str, set[TopicPartition]] = {m: set() for m in subscriptions}
+    for topic, count in sorted(partitions.items()):
+        members = sorted(m for m, topics in subscriptions.items() if topic in topics)
+        if not members:
+            continue
+        share, extra = divmod(count, len(members))
+        start = 0
+        for i, m in enumerate(members):
+            n = share + (1 if i < extra else 0)
+            out[m].update((topic, p) for p in range(start, start + n))
+            start += n
+    return out
+
+
+def uniform_assign(
+    subscriptions: dict[str, set[str]],
+    partitions: dict[str, int],
+    previous: dict[str, set[TopicPartition]],
+) -> dict[str, set[TopicPartition]]:
+    """Kafka's UniformAssignor in spirit: every subscribed partition to one subscriber,
+    counts as even as the subscriptions allow, and partitions stay where they were when
+    that keeps the balance (so a rebalance moves as little as it can)."""
+    out: dict[str, set[TopicPartition]] = {m: set() for m in subscriptions}
+    if not out:
+        return out
+    all_parts = [(t, p) for t, n in sorted(partitions.items()) for p in range(n)]
+    eligible = {tp: [m for m in sorted(out) if tp[0] in subscriptions[m]] for tp in all_parts}
+    # Each member's fair share of what it can take (an upper bound for keeping).
+    quota = {
+        m: -(-sum(1 for tp in all_parts if m in eligible[tp]) // max(1, len(out))) for m in out
+    }
+    homogeneous = len({frozenset(s) for s in subscriptions.values()}) == 1
+    if homogeneous:
+        total = sum(1 for tp in all_parts if eligible[tp])
+        quota = dict.fromkeys(out, -(-total // len(out)))
+    unassigned = []
+    for tp in all_parts:
+        owner = next((m for m, held in previous.items() if tp in held), None)
+        if owner in out and owner in eligible[tp] and len(out[owner]) < quota[owner]:
+            out[owner].add(tp)
+        elif eligible[tp]:
+            unassigned.append(tp)
+    # The most constrained partitions first, so members with narrow subscriptions are
+    # not left short once the others have filled up on what only they could take.
+    for tp in sorted(unassigned, key=lambda tp: (len(eligible[tp]), tp)):
+        best = min(eligible[tp], key=lambda m: (len(out[m]), m))
+        out[best].add(tp)
+    if homogeneous:
+        _even_out(out)
+    return out
+
+
+def _even_out(out: dict[str, set[TopicPartition]]) -> None:
+    """Moves partitions from the fullest to the emptiest member until counts differ by at
+    most one (same subscriptions, so any partition may move)."""
+    while True:
+        most = max(out, key=lambda m: (len(out[m]), m))
+        least = min(out, key=lambda m: (len(out[m]), m))
+        if len(out[most]) - len(out[least]) <= 1:
+            return
+        tp = max(out[most])
+        out[most].discard(tp)
+        out[least].add(tp)
