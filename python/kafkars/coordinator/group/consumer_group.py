@@ -28,11 +28,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kafkars.coordinator.group.delayed import DelayedTimeout
+from kafkars.coordinator.group.server_assignors import TopicPartition, range_assign, uniform_assign
 from kafkars.server.errors import Errors
 
 log = logging.getLogger("kafkars.coordinator.group.GroupCoordinator")
 
-TopicPartition = tuple[str, int]
 LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
 ASSIGNORS = ("uniform", "range")
@@ -86,6 +86,8 @@ class ConsumerMember:
     assigned: set[TopicPartition] = field(default_factory=set)
     revoking: set[TopicPartition] = field(default_factory=set)
     last_sent: frozenset[TopicPartition] | None = None
+    # The epoch a static member had when it left with epoch -2 (its successor's epoch).
+    left_epoch: int = 0
     last_heartbeat: float = field(default_factory=time.monotonic)
 
     def subscribes(self, topic: str) -> bool:
@@ -120,10 +122,15 @@ class ConsumerGroup:
         if self.assignment_epoch < self.group_epoch:
             return "Assigning"
         if any(
-            m.member_epoch != self.assignment_epoch or m.revoking for m in self.members.values()
+            m.member_epoch not in (self.assignment_epoch, LEAVE_GROUP_STATIC_MEMBER_EPOCH)
+            or m.revoking
+            for m in self.members.values()
         ):
             return "Reconciling"
         return "Stable"
+
+    def static_member(self, instance_id: str) -> ConsumerMember | None:
+        return next((m for m in self.members.values() if m.instance_id == instance_id), None)
 
     def held_by_others(self, member_id: str) -> set[TopicPartition]:
         out: set[TopicPartition] = set()
@@ -196,12 +203,32 @@ class ConsumerGroupCoordinator:
             group = self._groups.setdefault(group_id, ConsumerGroup(group_id))
         scheduled: list[DelayedTimeout] = []
         with group.lock:
+            member = group.members.get(member_id)
+            if epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH and member and member.instance_id:
+                # A static member going away for a while (a restart): it keeps its
+                # partitions, and no rebalance, until its session times out or a member
+                # with the same group.instance.id takes its place.
+                log.info("Static member %s of %s left temporarily", member_id, group_id)
+                member.left_epoch, member.member_epoch = member.member_epoch, epoch
+                return self._response(member_id, epoch, None)
             if epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
                 if group.members.pop(member_id, None) is not None:
                     log.info("Member %s left consumer group %s", member_id, group_id)
+                    group.target.pop(member_id, None)
                     self._bump(group)
                 return self._response(member_id, epoch, None)
-            member = group.members.get(member_id)
+            instance_id = req.get("instance_id")
+            if epoch == 0 and member is None and instance_id is not None:
+                previous = group.static_member(instance_id)
+                if previous is not None:
+                    if previous.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                        return self._error(
+                            Errors.UNRELEASED_INSTANCE_ID,
+                            f"Static member {instance_id} is still in the group.",
+                            member_id,
+                        )
+                    member = self._replace_static(group, previous, member_id or str(uuid.uuid4()))
+                    epoch = member.member_epoch
             if epoch == 0:
                 if member is None:
                     if len(group.members) >= self.config.max_size:
@@ -221,7 +248,10 @@ class ConsumerGroupCoordinator:
             self._update_subscription(group, member, req)
             owned = self._owned(req.get("topic_partitions"))
             self._maybe_refresh_target(group)
+            revoking_before = bool(member.revoking)
             self._reconcile(group, member, owned)
+            if member.revoking and not revoking_before:
+                scheduled.append(self._revocation_deadline(group, member))
             member.last_heartbeat = time.monotonic()
             scheduled.append(self._session_deadline(group, member))
             current = frozenset(member.assigned)
@@ -239,6 +269,32 @@ class ConsumerGroupCoordinator:
         group.members[member_id] = member
         log.info("Member %s joined consumer group %s", member_id, group.group_id)
         self._bump(group)
+        return member
+
+    def _replace_static(
+        self, group: ConsumerGroup, previous: ConsumerMember, member_id: str
+    ) -> ConsumerMember:
+        """The new incarnation of a static member inherits its partitions, target and
+        epoch, so the group does not rebalance (KIP-848's static membership)."""
+        del group.members[previous.member_id]
+        member = ConsumerMember(
+            member_id=member_id,
+            instance_id=previous.instance_id,
+            subscribed_topics=previous.subscribed_topics,
+            subscribed_regex=previous.subscribed_regex,
+            server_assignor=previous.server_assignor,
+            rebalance_timeout_ms=previous.rebalance_timeout_ms,
+            member_epoch=previous.left_epoch,
+            previous_epoch=previous.left_epoch,
+            assigned=previous.assigned,
+            revoking=previous.revoking,
+        )
+        group.members[member_id] = member
+        if previous.member_id in group.target:
+            group.target[member_id] = group.target.pop(previous.member_id)
+        log.info(
+            "Static member %s of %s replaced %s", member_id, group.group_id, previous.member_id
+        )
         return member
 
     def _update_subscription(
@@ -345,10 +401,38 @@ class ConsumerGroupCoordinator:
                     group.group_id,
                     idle_ms,
                 )
-                del group.members[member.member_id]
-                self._bump(group)
+                self._remove(group, member)
 
         return DelayedTimeout(self.config.session_timeout_ms, expire)
+
+    def _revocation_deadline(self, group: ConsumerGroup, member: ConsumerMember) -> DelayedTimeout:
+        """A member must give up what it is told to revoke within its rebalance timeout,
+        or it is removed (its next heartbeat gets UNKNOWN_MEMBER_ID and it rejoins)."""
+        epoch = member.member_epoch
+
+        def expire() -> None:
+            if not self._active:
+                return
+            with group.lock:
+                if group.members.get(member.member_id) is not member:
+                    return
+                if not member.revoking or member.member_epoch != epoch:
+                    return
+                log.info(
+                    "Member %s of consumer group %s did not revoke %s within %d ms; removed",
+                    member.member_id,
+                    group.group_id,
+                    sorted(member.revoking),
+                    member.rebalance_timeout_ms,
+                )
+                self._remove(group, member)
+
+        return DelayedTimeout(member.rebalance_timeout_ms, expire)
+
+    def _remove(self, group: ConsumerGroup, member: ConsumerMember) -> None:
+        del group.members[member.member_id]
+        group.target.pop(member.member_id, None)
+        self._bump(group)
 
     def _response(
         self, member_id: str, epoch: int, assignment: Iterable[TopicPartition] | None
@@ -430,7 +514,7 @@ class ConsumerGroupCoordinator:
                     "subscribed_topic_regex": m.subscribed_regex,
                     "assignment": self._assignment(m.assigned),
                     "target_assignment": self._assignment(group.target.get(m.member_id, ())),
-                    "member_type": -1,
+                    "member_type": 1,  # 1: a consumer-protocol member (v1)
                 }
                 for m in group.members.values()
             ]
@@ -453,76 +537,3 @@ def _uuid(value: Any) -> uuid.UUID:
     if isinstance(value, bytes | bytearray):
         return uuid.UUID(bytes=bytes(value))
     return uuid.UUID(str(value))
-
-
-# -- server-side assignors --------------------------------------------------------------
-def range_assign(
-    subscriptions: dict[str, set[str]],
-    partitions: dict[str, int],
-    previous: dict[str, set[TopicPartition]],
-) -> dict[str, set[TopicPartition]]:
-    """Kafka's RangeAssignor, per topic: its partitions split into contiguous ranges over
-    the members subscribed to it, in member-id order, the first ones one longer."""
-    out: dict[str, set[TopicPartition]] = {m: set() for m in subscriptions}
-    for topic, count in sorted(partitions.items()):
-        members = sorted(m for m, topics in subscriptions.items() if topic in topics)
-        if not members:
-            continue
-        share, extra = divmod(count, len(members))
-        start = 0
-        for i, m in enumerate(members):
-            n = share + (1 if i < extra else 0)
-            out[m].update((topic, p) for p in range(start, start + n))
-            start += n
-    return out
-
-
-def uniform_assign(
-    subscriptions: dict[str, set[str]],
-    partitions: dict[str, int],
-    previous: dict[str, set[TopicPartition]],
-) -> dict[str, set[TopicPartition]]:
-    """Kafka's UniformAssignor in spirit: every subscribed partition to one subscriber,
-    counts as even as the subscriptions allow, and partitions stay where they were when
-    that keeps the balance (so a rebalance moves as little as it can)."""
-    out: dict[str, set[TopicPartition]] = {m: set() for m in subscriptions}
-    if not out:
-        return out
-    all_parts = [(t, p) for t, n in sorted(partitions.items()) for p in range(n)]
-    eligible = {tp: [m for m in sorted(out) if tp[0] in subscriptions[m]] for tp in all_parts}
-    # Each member's fair share of what it can take (an upper bound for keeping).
-    quota = {
-        m: -(-sum(1 for tp in all_parts if m in eligible[tp]) // max(1, len(out))) for m in out
-    }
-    homogeneous = len({frozenset(s) for s in subscriptions.values()}) == 1
-    if homogeneous:
-        total = sum(1 for tp in all_parts if eligible[tp])
-        quota = dict.fromkeys(out, -(-total // len(out)))
-    unassigned = []
-    for tp in all_parts:
-        owner = next((m for m, held in previous.items() if tp in held), None)
-        if owner in out and owner in eligible[tp] and len(out[owner]) < quota[owner]:
-            out[owner].add(tp)
-        elif eligible[tp]:
-            unassigned.append(tp)
-    # The most constrained partitions first, so members with narrow subscriptions are
-    # not left short once the others have filled up on what only they could take.
-    for tp in sorted(unassigned, key=lambda tp: (len(eligible[tp]), tp)):
-        best = min(eligible[tp], key=lambda m: (len(out[m]), m))
-        out[best].add(tp)
-    if homogeneous:
-        _even_out(out)
-    return out
-
-
-def _even_out(out: dict[str, set[TopicPartition]]) -> None:
-    """Moves partitions from the fullest to the emptiest member until counts differ by at
-    most one (same subscriptions, so any partition may move)."""
-    while True:
-        most = max(out, key=lambda m: (len(out[m]), m))
-        least = min(out, key=lambda m: (len(out[m]), m))
-        if len(out[most]) - len(out[least]) <= 1:
-            return
-        tp = max(out[most])
-        out[most].discard(tp)
-        out[least].add(tp)
