@@ -167,6 +167,18 @@ class ConsumerGroupCoordinator:
         with self._lock:
             return self._groups.get(group_id)
 
+    def delete_if_empty(self, group_id: str) -> bool:
+        """DeleteGroups: False while the group has members."""
+        with self._lock:
+            group = self._groups.get(group_id)
+            if group is None:
+                return True
+            with group.lock:
+                if group.members:
+                    return False
+                del self._groups[group_id]
+                return True
+
     def group_ids(self) -> list[str]:
         with self._lock:
             return list(self._groups)
@@ -203,6 +215,7 @@ class ConsumerGroupCoordinator:
             group = self._groups.setdefault(group_id, ConsumerGroup(group_id))
         scheduled: list[DelayedTimeout] = []
         with group.lock:
+            epoch_before = group.group_epoch
             member = group.members.get(member_id)
             if epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH and member and member.instance_id:
                 # A static member going away for a while (a restart): it keeps its
@@ -247,7 +260,7 @@ class ConsumerGroupCoordinator:
             full = epoch == 0 or req.get("topic_partitions") is not None
             self._update_subscription(group, member, req)
             owned = self._owned(req.get("topic_partitions"))
-            self._maybe_refresh_target(group)
+            self._maybe_refresh_target(group, epoch_before)
             revoking_before = bool(member.revoking)
             self._reconcile(group, member, owned)
             if member.revoking and not revoking_before:
@@ -347,11 +360,15 @@ class ConsumerGroupCoordinator:
                 out[t] = n
         return out
 
-    def _maybe_refresh_target(self, group: ConsumerGroup) -> None:
+    def _maybe_refresh_target(self, group: ConsumerGroup, epoch_before: int | None = None) -> None:
         partitions = self._subscribed_partitions(group)
         if partitions != group.subscribed_partitions:
             group.subscribed_partitions = partitions
             self._bump(group)
+        if epoch_before is not None and group.group_epoch > epoch_before + 1:
+            # A join that also brings a subscription and new topics is one change: one
+            # epoch (a group's first member gets epoch 1, as in Kafka).
+            group.group_epoch = epoch_before + 1
         if group.assignment_epoch == group.group_epoch:
             return
         subscriptions = {

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from kafkars.coordinator.group.group_coordinator import join_error
 from kafkars.coordinator.group.group_metadata import OffsetAndMetadata
 from kafkars.server.errors import Errors
 
@@ -87,6 +88,11 @@ def handle_join_group(server: KafkaServer, request: Any) -> None:
             response["protocol_name"] = ""  # not nullable before v7
         _answer(request, {"throttle_time_ms": 0, **response})
 
+    group = _consumer_groups(server).get(body["group_id"])
+    if group is not None and group.members:
+        # A consumer-protocol group in use: a classic member cannot join it.
+        respond(join_error(body["member_id"], Errors.INCONSISTENT_GROUP_PROTOCOL))
+        return None
     session_timeout = body["session_timeout_ms"]
     # v0 has no rebalance timeout: the session timeout bounds the rebalance too.
     rebalance_timeout = body["rebalance_timeout_ms"] if version >= 1 else session_timeout
@@ -277,8 +283,24 @@ def handle_offset_delete(server: KafkaServer, request: Any) -> dict[str, Any]:
 # -- admin --------------------------------------------------------------------------------
 def handle_describe_groups(server: KafkaServer, request: Any) -> dict[str, Any]:
     coordinator = _coordinator(server)
+    consumer_groups = _consumer_groups(server)
     groups = []
     for group_id in request.body["groups"]:
+        if consumer_groups.get(group_id) is not None:
+            # As Kafka: consumer-protocol groups are described by ConsumerGroupDescribe.
+            groups.append(
+                {
+                    "error_code": int(Errors.GROUP_ID_NOT_FOUND),
+                    "error_message": f"Group {group_id} is not a classic group.",
+                    "group_id": group_id,
+                    "group_state": "",
+                    "protocol_type": "",
+                    "protocol_data": "",
+                    "members": [],
+                    "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+                }
+            )
+            continue
         described = coordinator.describe_group(group_id)
         described["error_message"] = None
         described["authorized_operations"] = AUTHORIZED_OPERATIONS_OMITTED
@@ -306,7 +328,7 @@ def handle_list_groups(server: KafkaServer, request: Any) -> dict[str, Any]:
         for g in sorted(consumer_ids):
             group = consumer_groups.get(g)
             state = group.state if group is not None else "Dead"
-            if not states or state in states:
+            if not states or state.lower() in {x.lower() for x in states}:
                 groups.append(
                     {
                         "group_id": g,
@@ -319,7 +341,12 @@ def handle_list_groups(server: KafkaServer, request: Any) -> dict[str, Any]:
 
 
 def handle_delete_groups(server: KafkaServer, request: Any) -> dict[str, Any]:
-    results = _coordinator(server).handle_delete_groups(list(request.body["groups_names"]))
+    names = list(request.body["groups_names"])
+    # A consumer-protocol group with members is in use; an empty one is forgotten here and
+    # its offsets deleted with the classic group of the same id below.
+    busy = {g for g in names if not _consumer_groups(server).delete_if_empty(g)}
+    results = _coordinator(server).handle_delete_groups([g for g in names if g not in busy])
+    results.update(dict.fromkeys(busy, Errors.NON_EMPTY_GROUP))
     return {
         "throttle_time_ms": 0,
         "results": [{"group_id": g, "error_code": int(e)} for g, e in results.items()],
