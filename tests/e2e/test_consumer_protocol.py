@@ -60,10 +60,14 @@ def consumer(b: Broker, group_id: str, **extra: Any) -> Consumer:
 
 def poll_until(consumers: list[Consumer], done: Callable[[], bool], timeout: float = 30) -> float:
     start = time.monotonic()
+    # Short polls each: many consumers in one thread must each be served often.
+    wait = 0.05 if len(consumers) < 10 else 0
     while not done():
         assert time.monotonic() - start < timeout, "timed out"
         for c in consumers:
-            c.poll(0.05)
+            c.poll(wait)
+        if not wait:
+            time.sleep(0.02)
     return time.monotonic() - start
 
 
@@ -146,3 +150,59 @@ def test_every_record_once_with_commits_and_restart(
     # Every record exactly once: commits were synchronous, so nothing is replayed.
     assert len(seen) == len(set(seen)) == 500
     assert sum(tp.offset for tp in committed) == 500
+
+
+def test_fifty_members_join(broker: Broker, topic: str) -> None:
+    """A measurement, not a timed assertion: 50 members on 100 partitions, until each
+    owns two."""
+    create_topic(broker, topic, 100)
+    g = new_group()
+    cs = [consumer(broker, g) for _ in range(50)]
+    start = time.monotonic()
+    for c in cs:
+        c.subscribe([topic])
+    took = poll_until(cs, lambda: all(len(c.assignment()) == 2 for c in cs), 90)
+    assert len({(tp.partition) for c in cs for tp in c.assignment()}) == 100
+    print(f"50 members joined and reconciled in {time.monotonic() - start:.2f} s ({took:.2f})")
+    for c in cs:
+        c.close()
+
+
+def test_describe_static_member_and_classic_clash(broker: Broker, topic: str) -> None:
+    create_topic(broker, topic, 4)
+    g = new_group()
+    a = consumer(broker, g, **{"group.instance.id": "a", "client.id": "ca"})
+    b = consumer(broker, g, **{"group.instance.id": "b"})
+    for c in (a, b):
+        c.subscribe([topic])
+    poll_until([a, b], lambda: [len(c.assignment()) for c in (a, b)] == [2, 2])
+    before = partitions(a)
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    described = admin.describe_consumer_groups([g])[g].result(10)
+    assert getattr(described.type, "name", "") == "CONSUMER"
+    assert described.state.name == "STABLE"
+    assert sorted(m.group_instance_id for m in described.members) == ["a", "b"]
+    assert {m.client_id for m in described.members} >= {"ca"}
+    assert sum(len(m.assignment.topic_partitions) for m in described.members) == 4
+
+    # A classic member cannot join a live consumer-protocol group.
+    classic = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": g})
+    classic.subscribe([topic])
+    errors = []
+    deadline = time.monotonic() + 5
+    while not errors and time.monotonic() < deadline:
+        m = classic.poll(0.1)
+        if m is not None and m.error() is not None:
+            errors.append(m.error())
+    classic.close()
+    assert errors and "INCONSISTENT_GROUP_PROTOCOL" in errors[0].name()
+
+    # A static member that restarts gets its partitions back; the other keeps its own.
+    a.close()
+    a = consumer(broker, g, **{"group.instance.id": "a"})
+    a.subscribe([topic])
+    poll_until([a, b], lambda: len(a.assignment()) == 2)
+    assert partitions(a) == before and len(b.assignment()) == 2
+    for c in (a, b):
+        c.close()
