@@ -447,7 +447,9 @@ fn import_array(obj: &Bound<'_, PyAny>) -> PyResult<ArrayRef> {
     Ok(make_array(data))
 }
 
-/// A C struct owned by a capsule until pyarrow moves it out.
+/// A C struct owned by a capsule until pyarrow moves it out. Transparent: consumers cast
+/// the capsule pointer to the C struct itself.
+#[repr(transparent)]
 struct Exported<T>(T);
 // SAFETY: the exported array owns its buffers (Arc-held, immutable); the C interface
 // allows releasing it from any thread.
