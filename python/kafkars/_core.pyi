@@ -68,6 +68,22 @@ def decode_batches_arrow(
     start_offset: int | None = None,
     end_offset: int | None = None,
 ) -> tuple[Any, Any]: ...
+
+class ArrowFetcher:
+    def __init__(self, host: str, port: int, timeout_ms: int = 30000) -> None: ...
+    def fetch(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        end_offset: int,
+        *,
+        include_headers: bool = False,
+        max_bytes: int = 8388608,
+        max_wait_ms: int = 500,
+    ) -> tuple[int, int, int, int | None, tuple[Any, Any] | None]: ...
+    def close(self) -> None: ...
+
 def build_batch(
     records: list[tuple[bytes | None, bytes | None, int, list[tuple[str, bytes | None]]]],
     *,

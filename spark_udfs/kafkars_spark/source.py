@@ -244,20 +244,6 @@ def split_ranges(ranges: list[KafkaRange], min_partitions: int | None) -> list[K
     return out
 
 
-def _next_offset(records: bytes) -> int | None:
-    """The offset after the last complete batch in a fetch response."""
-    pos, nxt = 0, None
-    while pos + 61 <= len(records):
-        base, length = struct.unpack_from(">qi", records, pos)
-        size = 12 + length
-        if length < 49 or pos + size > len(records):
-            break
-        (last_delta,) = struct.unpack_from(">i", records, pos + 23)
-        nxt = base + last_delta + 1
-        pos += size
-    return nxt
-
-
 def read_range(
     r: KafkaRange,
     bootstrap: str,
@@ -267,13 +253,16 @@ def read_range(
     fail_on_data_loss: bool,
     timeout: float = 120.0,
 ) -> Iterator[pa.RecordBatch]:
-    """Fetches `[r.start, r.end)` and yields it decoded, one Arrow batch per fetch."""
+    """Fetches `[r.start, r.end)` and yields it decoded, one Arrow batch per fetch (the
+    fetch and the decoding both happen in Rust; see `KafkaClient.fetch`)."""
     pos = r.start
     deadline = time.monotonic() + timeout
     with KafkaClient(bootstrap) as client:
         while pos < r.end:
             try:
-                resp = client.fetch(r.topic, r.partition, pos)
+                resp = client.fetch(
+                    r.topic, r.partition, pos, r.end, include_headers=include_headers
+                )
             except (OSError, KafkaError):
                 if time.monotonic() > deadline:
                     raise
@@ -293,7 +282,7 @@ def read_range(
                     raise KafkaError(resp.error, f"fetch {r.topic}-{r.partition}@{pos}")
                 time.sleep(0.2)
                 continue
-            nxt = _next_offset(resp.records)
+            nxt = resp.next_offset
             if nxt is None:
                 # Nothing more below the high watermark: the range ends early (data
                 # loss), which failOnDataLoss turns into an error after a grace period.
@@ -308,19 +297,11 @@ def read_range(
                 time.sleep(0.05)
                 continue
             deadline = time.monotonic() + timeout
-            blobs = pa.array([resp.records], pa.binary())
-            batch = decode_batches(
-                blobs,
-                r.topic,
-                r.partition,
-                include_headers=include_headers,
-                batch_fields=False,
-                start_offset=pos,
-                end_offset=r.end,
-            )
             pos = nxt
-            if batch.num_rows:
-                yield conform(batch, schema)
+            if resp.capsules is not None:
+                batch = pa.RecordBatch._import_from_c_capsule(*resp.capsules)
+                if batch.num_rows:
+                    yield conform(batch, schema)
 
 
 # --- offline: segments of a log directory -------------------------------------------------

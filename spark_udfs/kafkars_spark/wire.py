@@ -1,8 +1,11 @@
-"""A minimal Kafka client for the Spark readers: Metadata, ListOffsets and Fetch, keeping
-the fetched record batches as raw bytes so the Rust decoder gets them whole.
+"""A minimal Kafka client for the Spark readers. Metadata and ListOffsets (planning, on
+the driver) are plain sockets and `struct`; Fetch is `kafkars._core.ArrowFetcher`, which
+sends the request, reads the response and decodes its record batches into Arrow in Rust
+with the GIL released, so record bytes go from the socket to the decoder without
+becoming Python objects.
 
-Plain sockets and `struct`, no threads, nothing started at import: Spark executors fork
-their Python workers, and each read task opens and closes its own connections.
+No threads, nothing started at import: Spark executors fork their Python workers, and
+each read task opens and closes its own connections.
 """
 
 from __future__ import annotations
@@ -10,11 +13,14 @@ from __future__ import annotations
 import socket
 import struct
 from dataclasses import dataclass, field
+from typing import Any
+
+from kafkars import _core
 
 EARLIEST = -2
 LATEST = -1
 
-_METADATA, _LIST_OFFSETS, _FETCH = 3, 2, 1
+_METADATA, _LIST_OFFSETS = 3, 2
 _RETRIABLE = {3, 5, 6, 7, 9, 13, 14, 15, 56, 74, 75}  # unknown partition, not leader, ...
 
 
@@ -82,10 +88,15 @@ class PartitionInfo:
 
 @dataclass
 class FetchedPartition:
+    """One partition of a Fetch response, its records already decoded in Rust."""
+
     error: int
     high_watermark: int
     log_start_offset: int
-    records: bytes
+    #: The offset after the last complete batch received; None when none came.
+    next_offset: int | None
+    #: The `(schema, array)` Arrow capsules of the rows in the wanted range, or None.
+    capsules: tuple[Any, Any] | None
 
 
 @dataclass
@@ -140,6 +151,7 @@ class KafkaClient:
         self.brokers: dict[int, tuple[str, int]] = {}
         self._conns: dict[tuple[str, int], Connection] = {}
         self.leaders: dict[tuple[str, int], int] = {}
+        self._fetchers: dict[tuple[str, int], Any] = {}
 
     def _conn(self, addr: tuple[str, int]) -> Connection:
         c = self._conns.get(addr)
@@ -227,40 +239,42 @@ class KafkaClient:
         return out
 
     def fetch(
-        self, topic: str, partition: int, offset: int, *, max_bytes: int = 8 << 20
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        end_offset: int,
+        *,
+        include_headers: bool,
+        max_bytes: int = 8 << 20,
     ) -> FetchedPartition:
-        """The record batches from `offset` on (whole batches, the last maybe truncated);
-        Fetch v5, read_uncommitted."""
+        """The records of `[offset, end_offset)` in the batches from `offset` on (Fetch v5,
+        read_uncommitted; control batches left out), fetched and decoded in Rust."""
         conn = self._leader_conn(topic, partition)
-        body = struct.pack(">iiiib", -1, 500, 1, max_bytes, 0)
-        body += struct.pack(">i", 1) + _str(topic)
-        body += struct.pack(">iiqqi", 1, partition, offset, -1, max_bytes)
-        r = conn.request(_FETCH, 5, body)
-        r.i32()  # throttle
-        result: FetchedPartition | None = None
-        for _ in range(r.i32()):
-            r.string()
-            for _ in range(r.i32()):
-                r.i32()
-                err, hw = r.i16(), r.i64()
-                r.i64()  # last stable offset
-                log_start = r.i64()
-                n = r.i32()
-                for _ in range(max(n, 0)):
-                    r.i64()
-                    r.i64()
-                records = r.bytes_() or b""
-                result = FetchedPartition(err, hw, log_start, records)
-        if result is None:
-            raise KafkaError(-1, f"no fetch response for {topic}-{partition}")
-        if result.error in _RETRIABLE:
+        addr = (conn.host, conn.port)
+        fetcher = self._fetchers.get(addr)
+        if fetcher is None:
+            fetcher = _core.ArrowFetcher(conn.host, conn.port, int(self.timeout * 1000))
+            self._fetchers[addr] = fetcher
+        error, hw, log_start, nxt, capsules = fetcher.fetch(
+            topic,
+            partition,
+            offset,
+            end_offset,
+            include_headers=include_headers,
+            max_bytes=max_bytes,
+        )
+        if error in _RETRIABLE:
             self.leaders.pop((topic, partition), None)
-        return result
+        return FetchedPartition(error, hw, log_start, nxt, capsules)
 
     def close(self) -> None:
         for c in self._conns.values():
             c.close()
         self._conns.clear()
+        for f in self._fetchers.values():
+            f.close()
+        self._fetchers.clear()
 
     def __enter__(self) -> KafkaClient:
         return self

@@ -1,10 +1,11 @@
-"""The Rust Arrow decoder on its own (pyarrow only, no JVM)."""
+"""The Rust Arrow decoder and fetcher on their own (pyarrow and a broker, no JVM)."""
 
 from __future__ import annotations
 
 import pyarrow as pa
 import pytest
 
+from kafkars.broker import Broker
 from kafkars.codec import COMPRESSION_TYPES, CorruptRecordError, build_batch
 from kafkars_spark.arrow import decode_batches
 
@@ -101,3 +102,39 @@ def test_bad_arguments() -> None:
         decode_batches(pa.array([b""]), "t", 0, on_error="ignore")  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         decode_batches(pa.array([b"", b""]), pa.array(["t"]), 0)
+
+
+def test_rust_fetcher_reads_a_range_mid_batch(broker: Broker, topic: str) -> None:
+    from confluent_kafka import Producer
+
+    from kafkars import _core
+
+    p = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 50})
+    for i in range(50):
+        p.produce(topic, value=f"v{i}".encode(), key=b"k", partition=0)
+    assert p.flush(30) == 0
+    host, port = broker.bootstrap_servers.rsplit(":", 1)
+    fetcher = _core.ArrowFetcher(host, int(port))
+    got: list[int] = []
+    pos = 7
+    while pos < 30:
+        error, hw, log_start, nxt, capsules = fetcher.fetch(topic, 0, pos, 30)
+        assert (error, hw, log_start) == (0, 50, 0)
+        assert nxt is not None and nxt > pos
+        if capsules is not None:
+            got += pa.RecordBatch._import_from_c_capsule(*capsules).column("offset").to_pylist()
+        pos = nxt
+    assert got == list(range(7, 30))
+    fetcher.close()
+
+
+def test_rust_fetcher_connection_refused_is_an_oserror() -> None:
+    import socket
+
+    from kafkars import _core
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(OSError):
+        _core.ArrowFetcher("127.0.0.1", port, 2000).fetch("t", 0, 0, 10)

@@ -597,6 +597,301 @@ fn decode_batches_arrow<'py>(
     export_batch(py, batch)
 }
 
+/// The partition-level fields of a Fetch response, and where its records are in the body.
+struct FetchedHeader {
+    error: i16,
+    high_watermark: i64,
+    log_start_offset: i64,
+    records: std::ops::Range<usize>,
+}
+
+/// A cursor over a response body that fails instead of panicking on short input.
+struct Cursor<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn take(&mut self, n: usize) -> std::io::Result<&'a [u8]> {
+        let end = self.pos.checked_add(n).filter(|&e| e <= self.buf.len());
+        let Some(end) = end else {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "short Fetch response",
+            ));
+        };
+        let out = &self.buf[self.pos..end];
+        self.pos = end;
+        Ok(out)
+    }
+    fn i16(&mut self) -> std::io::Result<i16> {
+        let b = self.take(2)?;
+        Ok(i16::from_be_bytes([b[0], b[1]]))
+    }
+    fn i32(&mut self) -> std::io::Result<i32> {
+        let b = self.take(4)?;
+        Ok(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    }
+    fn i64(&mut self) -> std::io::Result<i64> {
+        let b = self.take(8)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        Ok(i64::from_be_bytes(a))
+    }
+    fn skip_string(&mut self) -> std::io::Result<()> {
+        let n = self.i16()?;
+        self.take(usize::try_from(n).unwrap_or(0))?;
+        Ok(())
+    }
+}
+
+fn put_string(out: &mut Vec<u8>, s: &str) -> std::io::Result<()> {
+    let n = i16::try_from(s.len())
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "name too long"))?;
+    out.extend_from_slice(&n.to_be_bytes());
+    out.extend_from_slice(s.as_bytes());
+    Ok(())
+}
+
+/// Fetch v5 (read_uncommitted) of one partition from `offset`.
+fn fetch_request(
+    correlation: i32,
+    topic: &str,
+    partition: i32,
+    offset: i64,
+    max_bytes: i32,
+    max_wait_ms: i32,
+) -> std::io::Result<Vec<u8>> {
+    let mut m = Vec::with_capacity(64 + topic.len());
+    m.extend_from_slice(&[0, 0, 0, 0]); // size, filled in below
+    m.extend_from_slice(&1i16.to_be_bytes()); // api key: Fetch
+    m.extend_from_slice(&5i16.to_be_bytes()); // version
+    m.extend_from_slice(&correlation.to_be_bytes());
+    put_string(&mut m, "kafkars-spark")?;
+    m.extend_from_slice(&(-1i32).to_be_bytes()); // replica id
+    m.extend_from_slice(&max_wait_ms.to_be_bytes());
+    m.extend_from_slice(&1i32.to_be_bytes()); // min bytes
+    m.extend_from_slice(&max_bytes.to_be_bytes());
+    m.push(0); // isolation level
+    m.extend_from_slice(&1i32.to_be_bytes());
+    put_string(&mut m, topic)?;
+    m.extend_from_slice(&1i32.to_be_bytes());
+    m.extend_from_slice(&partition.to_be_bytes());
+    m.extend_from_slice(&offset.to_be_bytes());
+    m.extend_from_slice(&(-1i64).to_be_bytes()); // log start offset (consumers: -1)
+    m.extend_from_slice(&max_bytes.to_be_bytes());
+    let size = i32::try_from(m.len() - 4).unwrap_or(i32::MAX);
+    m[..4].copy_from_slice(&size.to_be_bytes());
+    Ok(m)
+}
+
+/// Reads a Fetch v5 response body (after the size) for `partition`.
+fn parse_fetch(body: &[u8], correlation: i32, partition: i32) -> std::io::Result<FetchedHeader> {
+    let bad = |m: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, m.to_owned());
+    let mut c = Cursor { buf: body, pos: 0 };
+    if c.i32()? != correlation {
+        return Err(bad("correlation id mismatch"));
+    }
+    c.i32()?; // throttle time
+    for _ in 0..c.i32()? {
+        c.skip_string()?;
+        for _ in 0..c.i32()? {
+            let p = c.i32()?;
+            let error = c.i16()?;
+            let high_watermark = c.i64()?;
+            c.i64()?; // last stable offset
+            let log_start_offset = c.i64()?;
+            let aborted = c.i32()?;
+            c.take(usize::try_from(aborted).unwrap_or(0).saturating_mul(16))?;
+            let n = usize::try_from(c.i32()?).unwrap_or(0);
+            let start = c.pos;
+            c.take(n)?;
+            if p == partition {
+                return Ok(FetchedHeader {
+                    error,
+                    high_watermark,
+                    log_start_offset,
+                    records: start..start + n,
+                });
+            }
+        }
+    }
+    Err(bad("no fetch response for the partition"))
+}
+
+/// A connection to one broker that fetches a partition and decodes what comes back in
+/// Rust: the record bytes go from the socket to the decoder without becoming Python
+/// objects, and the whole round trip runs with the GIL released.
+#[pyclass(module = "kafkars._core")]
+struct ArrowFetcher {
+    host: String,
+    port: u16,
+    timeout: std::time::Duration,
+    stream: Option<std::net::TcpStream>,
+    correlation: i32,
+}
+
+impl ArrowFetcher {
+    fn round_trip(&mut self, request: &[u8]) -> std::io::Result<Vec<u8>> {
+        use std::io::{Read, Write};
+        if self.stream.is_none() {
+            let addr = std::net::ToSocketAddrs::to_socket_addrs(&(self.host.as_str(), self.port))?
+                .next()
+                .ok_or_else(|| std::io::Error::other("no address"))?;
+            let s = std::net::TcpStream::connect_timeout(&addr, self.timeout)?;
+            s.set_nodelay(true)?;
+            s.set_read_timeout(Some(self.timeout))?;
+            s.set_write_timeout(Some(self.timeout))?;
+            self.stream = Some(s);
+        }
+        let Some(stream) = self.stream.as_mut() else {
+            return Err(std::io::Error::other("not connected"));
+        };
+        let result = (|| {
+            stream.write_all(request)?;
+            let mut size = [0u8; 4];
+            stream.read_exact(&mut size)?;
+            let size = usize::try_from(i32::from_be_bytes(size)).map_err(|_| {
+                std::io::Error::new(std::io::ErrorKind::InvalidData, "negative size")
+            })?;
+            let mut body = vec![0u8; size];
+            stream.read_exact(&mut body)?;
+            Ok(body)
+        })();
+        if result.is_err() {
+            self.stream = None;
+        }
+        result
+    }
+}
+
+/// What `ArrowFetcher.fetch` returns besides the rows.
+type FetchOut = (i16, i64, i64, Option<i64>, Option<ArrowRecordBatch>);
+
+#[pymethods]
+impl ArrowFetcher {
+    #[new]
+    #[pyo3(signature = (host, port, timeout_ms=30_000))]
+    fn new(host: String, port: u16, timeout_ms: u64) -> Self {
+        Self {
+            host,
+            port,
+            timeout: std::time::Duration::from_millis(timeout_ms),
+            stream: None,
+            correlation: 0,
+        }
+    }
+
+    /// Fetches `topic`-`partition` from `offset` and decodes the records in
+    /// `[offset, end_offset)` into Spark's Kafka rows. Returns `(error, high_watermark,
+    /// log_start_offset, next_offset, (schema, array) capsules)`: `next_offset` is the
+    /// offset after the last complete batch received (None if none came), the capsules
+    /// None when there was no batch. I/O failures raise `OSError` (and drop the
+    /// connection); corrupt batches raise `CorruptRecordError`.
+    #[pyo3(signature = (
+        topic, partition, offset, end_offset, *, include_headers=false,
+        max_bytes=8 << 20, max_wait_ms=500,
+    ))]
+    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
+    fn fetch<'py>(
+        &mut self,
+        py: Python<'py>,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        end_offset: i64,
+        include_headers: bool,
+        max_bytes: i32,
+        max_wait_ms: i32,
+    ) -> PyResult<(
+        i16,
+        i64,
+        i64,
+        Option<i64>,
+        Option<(Bound<'py, PyCapsule>, Bound<'py, PyCapsule>)>,
+    )> {
+        self.correlation = self.correlation.wrapping_add(1);
+        let correlation = self.correlation;
+        let opts = Options {
+            include_headers,
+            batch_fields: false,
+            on_error: OnError::Raise,
+            verify_crc: true,
+            skip_control: true,
+            start_offset: Some(offset),
+            end_offset: Some(end_offset),
+        };
+        let out: Result<FetchOut, PyErr> = py.detach(|| {
+            let request = fetch_request(
+                correlation,
+                topic,
+                partition,
+                offset,
+                max_bytes,
+                max_wait_ms,
+            )?;
+            let body = self.round_trip(&request)?;
+            let head = parse_fetch(&body, correlation, partition)?;
+            let mut next = None;
+            for b in batches(&body[head.records.clone()]) {
+                match b {
+                    Ok(b) => next = Some(b.last_offset() + 1),
+                    Err(_) => break,
+                }
+            }
+            if next.is_none() || head.error != 0 {
+                return Ok((
+                    head.error,
+                    head.high_watermark,
+                    head.log_start_offset,
+                    None,
+                    None,
+                ));
+            }
+            let (start, end) = (head.records.start, head.records.end);
+            let offsets = match (i32::try_from(start), i32::try_from(end)) {
+                (Ok(s), Ok(e)) => vec![s, e],
+                _ => return Err(PyValueError::new_err("fetch response over 2 GiB")),
+            };
+            // Zero-copy: one binary value over the records inside the response body.
+            let blobs = Blobs::Binary(BinaryArray::new(
+                OffsetBuffer::new(ScalarBuffer::from(offsets)),
+                arrow_buffer::Buffer::from_vec(body),
+                None,
+            ));
+            let topics = PerRow::Scalar(topic.to_owned());
+            let partitions = PerRow::Scalar(Some(partition));
+            let batch = decode(&blobs, &topics, &partitions, &opts).map_err(|e| {
+                CorruptRecordError::new_err((
+                    kafkars_record::CORRUPT_MESSAGE,
+                    e.message,
+                    e.row,
+                    e.base_offset,
+                ))
+            })?;
+            Ok((
+                head.error,
+                head.high_watermark,
+                head.log_start_offset,
+                next,
+                Some(batch),
+            ))
+        });
+        let (error, hw, log_start, next, batch) = out?;
+        let capsules = match batch {
+            Some(b) => Some(export_batch(py, b)?),
+            None => None,
+        };
+        Ok((error, hw, log_start, next, capsules))
+    }
+
+    /// Closes the connection (the next fetch reconnects).
+    fn close(&mut self) {
+        self.stream = None;
+    }
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<ArrowFetcher>()?;
     m.add_function(wrap_pyfunction!(decode_batches_arrow, m)?)
 }
