@@ -130,22 +130,29 @@ struct Columns {
 }
 
 impl Columns {
-    fn new(opts: &Options) -> Self {
+    /// Builders sized for about `records` rows and `bytes` of values up front, so they
+    /// do not grow (copy, fault in fresh pages) as rows are added.
+    fn new(opts: &Options, records: usize, bytes: usize) -> Self {
+        let hdr = if opts.include_headers { records } else { 0 };
         Self {
             headers: opts.include_headers,
             batch_fields: opts.batch_fields,
             error_column: opts.on_error == OnError::Column,
-            key: BinaryBuilder::new(),
-            value: BinaryBuilder::new(),
-            topic: StringBuilder::new(),
-            partition: PrimitiveBuilder::new(),
-            offset: PrimitiveBuilder::new(),
-            timestamp: PrimitiveBuilder::new(),
-            timestamp_type: PrimitiveBuilder::new(),
-            header_offsets: vec![0],
-            header_nulls: NullBufferBuilder::new(0),
-            header_keys: StringBuilder::new(),
-            header_values: BinaryBuilder::new(),
+            key: BinaryBuilder::with_capacity(records, records.saturating_mul(16)),
+            value: BinaryBuilder::with_capacity(records, bytes),
+            topic: StringBuilder::with_capacity(records, records.saturating_mul(8)),
+            partition: PrimitiveBuilder::with_capacity(records),
+            offset: PrimitiveBuilder::with_capacity(records),
+            timestamp: PrimitiveBuilder::with_capacity(records),
+            timestamp_type: PrimitiveBuilder::with_capacity(records),
+            header_offsets: {
+                let mut v = Vec::with_capacity(hdr + 1);
+                v.push(0);
+                v
+            },
+            header_nulls: NullBufferBuilder::new(hdr),
+            header_keys: StringBuilder::with_capacity(hdr, hdr.saturating_mul(8)),
+            header_values: BinaryBuilder::with_capacity(hdr, hdr.saturating_mul(8)),
             base_offset: PrimitiveBuilder::new(),
             producer_id: PrimitiveBuilder::new(),
             is_transactional: BooleanBuilder::new(),
@@ -352,7 +359,19 @@ fn decode(
     partitions: &PerRow<Option<i32>, ArrayRef>,
     opts: &Options,
 ) -> Result<ArrowRecordBatch, BatchError> {
-    let mut cols = Columns::new(opts);
+    // A pass over the batch headers only, to size the builders: the declared record
+    // counts (capped, as they are not trusted yet) and the bytes in.
+    let (mut records, mut bytes) = (0usize, 0usize);
+    for row in 0..blobs.len() {
+        let Some(buf) = blobs.get(row) else { continue };
+        bytes = bytes.saturating_add(buf.len());
+        for batch in batches(buf).map_while(Result::ok) {
+            let n = usize::try_from(batch.records_count()).unwrap_or(0);
+            records = records.saturating_add(n);
+        }
+    }
+    let records = records.min(bytes / 8 + 1024).min(1 << 24);
+    let mut cols = Columns::new(opts, records, bytes.min(1 << 30));
     for row in 0..blobs.len() {
         let Some(buf) = blobs.get(row) else { continue };
         let topic = topics.get(row);
