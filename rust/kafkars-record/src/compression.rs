@@ -166,6 +166,25 @@ fn lz4_compress(data: &[u8]) -> Result<Vec<u8>, RecordError> {
 /// Expansion beyond which a declared zstd content size is not trusted up front.
 const PLAUSIBLE_ZSTD_RATIO: usize = 64;
 
+thread_local! {
+    /// One zstd decompression context per thread, reused: making one per batch costs
+    /// about as much as decompressing a small batch.
+    static ZSTD_DCTX: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// `zstd::bulk::decompress` on this thread's reused context.
+fn zstd_bulk_decompress(data: &[u8], size: usize) -> std::io::Result<Vec<u8>> {
+    ZSTD_DCTX.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        let dctx = match slot.as_mut() {
+            Some(d) => d,
+            None => slot.insert(zstd::bulk::Decompressor::new()?),
+        };
+        dctx.decompress(data, size)
+    })
+}
+
 fn zstd_decompress(data: &[u8], limit: usize) -> Result<Vec<u8>, RecordError> {
     // A frame that declares its size (as single-shot encoders write it) decodes in
     // one call into an exact buffer; the declared size is checked against the limit
@@ -179,7 +198,7 @@ fn zstd_decompress(data: &[u8], limit: usize) -> Result<Vec<u8>, RecordError> {
         // Only preallocate what the input could plausibly expand to, so a tiny
         // frame cannot claim a large buffer for free.
         if size <= data.len().saturating_mul(PLAUSIBLE_ZSTD_RATIO)
-            && let Ok(out) = zstd::bulk::decompress(data, size)
+            && let Ok(out) = zstd_bulk_decompress(data, size)
         {
             return Ok(out);
         }
