@@ -3,6 +3,7 @@ broker process: server-side assignment, reconciliation, commits, restart."""
 
 from __future__ import annotations
 
+import socket
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -119,7 +120,7 @@ def test_every_record_once_with_commits_and_restart(
     seen: list[tuple[int, int]] = []
 
     def consume(cs: list[Consumer], until: int) -> None:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60
         while len(seen) < until:
             assert time.monotonic() < deadline, f"only {len(seen)} of {until} records"
             for c in cs:
@@ -205,4 +206,50 @@ def test_describe_static_member_and_classic_clash(broker: Broker, topic: str) ->
     poll_until([a, b], lambda: len(a.assignment()) == 2)
     assert partitions(a) == before and len(b.assignment()) == 2
     for c in (a, b):
+        c.close()
+
+
+def test_group_state_survives_a_broker_restart(
+    make_broker: Callable[..., Broker], topic: str
+) -> None:
+    """The consumer group records in __consumer_offsets bring the members back: after a
+    restart they carry on with their member ids instead of rejoining."""
+    with socket.socket() as s:  # a fixed port, so the clients find the restarted broker
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    # A session long enough to outlast the restart and the clients' reconnect backoff.
+    b = make_broker(config={**CONFIG, "group.consumer.session.timeout.ms": 30000}, port=port)
+    create_topic(b, topic, 4)
+    g = new_group()
+    cs = [consumer(b, g, **{"reconnect.backoff.max.ms": 500}) for _ in range(2)]
+    for c in cs:
+        c.subscribe([topic])
+    poll_until(cs, lambda: [len(c.assignment()) for c in cs] == [2, 2])
+    admin = AdminClient({"bootstrap.servers": b.bootstrap_servers})
+    before = admin.describe_consumer_groups([g])[g].result(10)
+    b.restart()
+    after = None
+    deadline = time.monotonic() + 40
+    while time.monotonic() < deadline:
+        for c in cs:
+            c.poll(0.05)
+        try:
+            # A fresh client each time: one whose connection died with the broker may
+            # sit out its reconnect backoff.
+            fresh = AdminClient({"bootstrap.servers": b.bootstrap_servers})
+            after = fresh.describe_consumer_groups([g])[g].result(5)
+        except Exception:
+            continue
+        if after.state.name == "STABLE" and [len(c.assignment()) for c in cs] == [2, 2]:
+            break
+    server_log = (b.log_dir / ".kafkars-server.log").read_text()
+    assert after is not None
+    assert sorted(m.member_id for m in after.members) == sorted(m.member_id for m in before.members)
+    assert [len(c.assignment()) for c in cs] == [2, 2]
+    # Loaded, not rejoined (librdkafka keeps its member id when it rejoins, so the ids
+    # alone would not tell).
+    server_log = (b.log_dir / ".kafkars-server.log").read_text()
+    after_restart = server_log[server_log.rindex("Loaded 1 consumer group") :]
+    assert "joined consumer group" not in after_restart, after_restart
+    for c in cs:
         c.close()

@@ -231,3 +231,54 @@ def test_uniform_with_different_subscriptions() -> None:
 def test_range_gives_contiguous_blocks() -> None:
     out = range_assign({"b": {"t"}, "a": {"t"}}, {"t": 5}, {})
     assert out == {"a": tp(0, 1, 2), "b": tp(3, 4)}
+
+
+def test_records_survive_a_reload() -> None:
+    h = Harness(t=4)
+    log: dict[bytes, bytes | None] = {}
+    written: list[int] = []
+
+    def store(group_id: str, batch: list[tuple[bytes, bytes | None]]) -> None:
+        written.append(len(batch))
+        log.update(batch)
+
+    h.coordinator.store = store
+    h.beat("a", 0, set(), instance_id="i1")
+    h.beat("b", 0, set(), subscribed_topic_regex="t")
+    r = h.beat("a", 1)
+    h.beat("a", 1, owned=h.parts(r))
+    h.beat("b", 2)
+    h.beat("c", 0, set())
+    h.beat("c", -1)  # leaves tombstones behind
+    before = written[:]
+    h.beat("b", 3)  # nothing changed for b: nothing written
+    assert written == before
+    live = {k: v for k, v in log.items() if v is not None}
+    assert not any(k[-1:] == b"c" for k in live)
+
+    again = ConsumerGroupCoordinator(ConsumerGroupConfig(), h.topics, lambda op: None)
+    assert again.load(live) == 1
+    old, new = h.coordinator.get("g"), again.get("g")
+    assert old is not None and new is not None
+    assert new.group_epoch == old.group_epoch and new.assignment_epoch == old.assignment_epoch
+    assert new.target == {m: t for m, t in old.target.items()}
+    for mid, m in old.members.items():
+        n = new.members[mid]
+        assert (n.member_epoch, n.previous_epoch, n.assigned, n.revoking) == (
+            m.member_epoch,
+            m.previous_epoch,
+            m.assigned,
+            m.revoking,
+        )
+        assert (n.subscribed_topics, n.subscribed_regex, n.instance_id) == (
+            m.subscribed_topics,
+            m.subscribed_regex,
+            m.instance_id,
+        )
+    # The reloaded member carries on from its epoch, without rejoining.
+    r = again.heartbeat(
+        {"group_id": "g", "member_id": "a", "member_epoch": old.members["a"].member_epoch},
+        "client",
+        "/127.0.0.1",
+    )
+    assert r["error_code"] == 0 and r["member_epoch"] == new.assignment_epoch

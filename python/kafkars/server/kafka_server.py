@@ -219,7 +219,9 @@ class KafkaServer:
             self.metadata,
             lambda op: timer.try_complete_else_watch(op, ["session"]),
             classic_group_in_use=lambda g: bool((grp := classic.get_group(g)) and grp.members),
+            store=self.group_metadata_manager.append,
         )
+        self.consumer_group_coordinator.load(self.group_metadata_manager.consumer_group_records)
         t = step("group coordinator", t)
         self.apis = KafkaApis(self)
         t = step("apis", t)

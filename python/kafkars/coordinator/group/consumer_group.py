@@ -27,12 +27,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from kafkars.coordinator.group import consumer_group_records as records
 from kafkars.coordinator.group.delayed import DelayedTimeout
 from kafkars.coordinator.group.server_assignors import TopicPartition, range_assign, uniform_assign
 from kafkars.server.errors import Errors
 
 log = logging.getLogger("kafkars.coordinator.group.GroupCoordinator")
 
+Record = tuple[bytes, bytes | None]
 LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
 ASSIGNORS = ("uniform", "range")
@@ -114,6 +116,8 @@ class ConsumerGroup:
     subscribed_partitions: dict[str, int] = field(default_factory=dict)
     assignor: str = "uniform"
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # The records last written for this group, key -> value: only changes are appended.
+    persisted: dict[bytes, bytes] = field(default_factory=dict)
 
     @property
     def state(self) -> str:
@@ -151,8 +155,11 @@ class ConsumerGroupCoordinator:
         topics: TopicMetadataView,
         schedule: Callable[[DelayedTimeout], object],
         classic_group_in_use: Callable[[str], bool] = lambda _g: False,
+        store: Callable[[str, list[Record]], object] | None = None,
     ) -> None:
         self.config = config
+        # Appends records to the group's `__consumer_offsets` partition (None: unit tests).
+        self.store = store
         self.topics = topics
         self.schedule = schedule
         self.classic_group_in_use = classic_group_in_use
@@ -177,6 +184,7 @@ class ConsumerGroupCoordinator:
                 if group.members:
                     return False
                 del self._groups[group_id]
+                self._write(group, [(k, None) for k in list(group.persisted)])
                 return True
 
     def group_ids(self) -> list[str]:
@@ -225,10 +233,9 @@ class ConsumerGroupCoordinator:
                 member.left_epoch, member.member_epoch = member.member_epoch, epoch
                 return self._response(member_id, epoch, None)
             if epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
-                if group.members.pop(member_id, None) is not None:
+                if member is not None:
                     log.info("Member %s left consumer group %s", member_id, group_id)
-                    group.target.pop(member_id, None)
-                    self._bump(group)
+                    self._remove(group, member)
                 return self._response(member_id, epoch, None)
             instance_id = req.get("instance_id")
             if epoch == 0 and member is None and instance_id is not None:
@@ -249,6 +256,7 @@ class ConsumerGroupCoordinator:
                     member = self._join(group, member_id or str(uuid.uuid4()))
                 else:
                     # The member lost its state (a restart): it starts over.
+                    log.info("Member %s rejoined consumer group %s", member.member_id, group_id)
                     member.assigned, member.revoking, member.member_epoch = set(), set(), 0
                     member.last_sent = None
             else:
@@ -267,6 +275,7 @@ class ConsumerGroupCoordinator:
                 scheduled.append(self._revocation_deadline(group, member))
             member.last_heartbeat = time.monotonic()
             scheduled.append(self._session_deadline(group, member))
+            self._persist(group, member, target_changed=group.assignment_epoch > epoch_before)
             current = frozenset(member.assigned)
             send = full or current != member.last_sent
             member.last_sent = current
@@ -290,6 +299,7 @@ class ConsumerGroupCoordinator:
         """The new incarnation of a static member inherits its partitions, target and
         epoch, so the group does not rebalance (KIP-848's static membership)."""
         del group.members[previous.member_id]
+        self._forget_member(group, previous.member_id)
         member = ConsumerMember(
             member_id=member_id,
             instance_id=previous.instance_id,
@@ -450,6 +460,186 @@ class ConsumerGroupCoordinator:
         del group.members[member.member_id]
         group.target.pop(member.member_id, None)
         self._bump(group)
+        self._forget_member(group, member.member_id)
+        self._write(
+            group, [(records.key(records.GROUP_METADATA, group.group_id), self._group_value(group))]
+        )
+
+    # -- persistence --------------------------------------------------------------------------
+    def _write(self, group: ConsumerGroup, batch: list[Record]) -> None:
+        """Appends the records whose value changed since last written."""
+        changed = [(k, v) for k, v in batch if group.persisted.get(k) != v]
+        if not changed or self.store is None:
+            return
+        try:
+            self.store(group.group_id, changed)
+        except Exception:
+            # Not remembered as written: the next heartbeat's records try again.
+            log.exception("Writing consumer group %s to the offsets topic failed", group.group_id)
+            return
+        for k, v in changed:
+            if v is None:
+                group.persisted.pop(k, None)
+            else:
+                group.persisted[k] = v
+
+    def _forget_member(self, group: ConsumerGroup, member_id: str) -> None:
+        gid = group.group_id
+        self._write(
+            group,
+            [
+                (records.key(t, gid, member_id), None)
+                for t in (
+                    records.CURRENT_MEMBER_ASSIGNMENT,
+                    records.TARGET_ASSIGNMENT_MEMBER,
+                    records.MEMBER_METADATA,
+                )
+                if records.key(t, gid, member_id) in group.persisted
+            ],
+        )
+
+    def _group_value(self, group: ConsumerGroup) -> bytes:
+        return records.group_metadata_value(group.group_epoch)
+
+    def _ids(self, partitions: Iterable[TopicPartition]) -> records.TopicIdPartitions:
+        out: records.TopicIdPartitions = {}
+        for t, p in partitions:
+            topic_id = self.topics.topic_id(t)
+            if topic_id is not None:
+                out.setdefault(topic_id, []).append(p)
+        return out
+
+    def _persist(
+        self, group: ConsumerGroup, member: ConsumerMember, *, target_changed: bool
+    ) -> None:
+        """Kafka's records for what this heartbeat changed: the group epoch, the member's
+        subscription and current assignment, and the target assignment when recomputed."""
+        gid, mid = group.group_id, member.member_id
+        batch: list[Record] = [
+            (records.key(records.GROUP_METADATA, gid), self._group_value(group)),
+            (
+                records.key(records.MEMBER_METADATA, gid, mid),
+                records.member_metadata_value(
+                    records.MemberMetadata(
+                        instance_id=member.instance_id,
+                        rack_id=member.rack_id,
+                        client_id=member.client_id,
+                        client_host=member.client_host,
+                        subscribed_topic_names=sorted(member.subscribed_topics),
+                        subscribed_topic_regex=member.subscribed_regex,
+                        rebalance_timeout_ms=member.rebalance_timeout_ms,
+                        server_assignor=member.server_assignor,
+                    )
+                ),
+            ),
+        ]
+        if (
+            target_changed
+            or records.key(records.TARGET_ASSIGNMENT_MEMBER, gid, mid) not in group.persisted
+        ):
+            for m in group.members:
+                batch.append(
+                    (
+                        records.key(records.TARGET_ASSIGNMENT_MEMBER, gid, m),
+                        records.target_assignment_member_value(self._ids(group.target.get(m, ()))),
+                    )
+                )
+            batch.append(
+                (
+                    records.key(records.TARGET_ASSIGNMENT_METADATA, gid),
+                    records.target_assignment_metadata_value(group.assignment_epoch),
+                )
+            )
+        if member.revoking:
+            state = records.STATE_UNREVOKED
+        elif group.target.get(mid, set()) - member.assigned:
+            state = records.STATE_UNRELEASED
+        else:
+            state = records.STATE_STABLE
+        current = records.CurrentAssignment(
+            member_epoch=member.member_epoch,
+            previous_member_epoch=member.previous_epoch,
+            state=state,
+            assigned=self._ids(member.assigned),
+            pending_revocation=self._ids(member.revoking),
+        )
+        batch.append(
+            (
+                records.key(records.CURRENT_MEMBER_ASSIGNMENT, gid, mid),
+                records.current_assignment_value(current),
+            )
+        )
+        self._write(group, batch)
+
+    def load(self, stored: dict[bytes, bytes]) -> int:
+        """Rebuilds the groups from their records (the last value of each key); members
+        get one session timeout to heartbeat again. Returns the number of groups."""
+        by_group: dict[str, list[tuple[records.Key, bytes, bytes]]] = {}
+        for k, v in stored.items():
+            try:
+                parsed = records.read_key(k)
+            except (ValueError, IndexError, UnicodeDecodeError):
+                continue
+            by_group.setdefault(parsed.group_id, []).append((parsed, k, v))
+        scheduled = []
+        for gid, entries in by_group.items():
+            group = ConsumerGroup(gid)
+            try:
+                for parsed, _k, v in entries:
+                    self._load_record(group, parsed, v)
+            except (ValueError, IndexError, UnicodeDecodeError) as e:
+                log.warning("Skipping unreadable consumer group %s: %s", gid, e)
+                continue
+            group.persisted = {k: v for _, k, v in entries}
+            group.target = {m: t for m, t in group.target.items() if m in group.members}
+            group.subscribed_partitions = self._subscribed_partitions(group)
+            self._groups[gid] = group
+            for member in group.members.values():
+                scheduled.append(self._session_deadline(group, member))
+        for op in scheduled:
+            self.schedule(op)
+        if by_group:
+            log.info("Loaded %d consumer group(s)", len(self._groups))
+        return len(self._groups)
+
+    def _names(self, tps: records.TopicIdPartitions) -> set[TopicPartition]:
+        out: set[TopicPartition] = set()
+        for topic_id, partitions in tps.items():
+            name = self.topics.topic_name(topic_id)
+            if name is not None:
+                out.update((name, p) for p in partitions)
+        return out
+
+    def _load_record(self, group: ConsumerGroup, key: records.Key, value: bytes) -> None:
+        def member() -> ConsumerMember:
+            mid = key.member_id or ""
+            return group.members.setdefault(mid, ConsumerMember(member_id=mid))
+
+        if key.record_type == records.GROUP_METADATA:
+            group.group_epoch = records.read_epoch(value)
+        elif key.record_type == records.TARGET_ASSIGNMENT_METADATA:
+            group.assignment_epoch = records.read_epoch(value)
+        elif key.record_type == records.TARGET_ASSIGNMENT_MEMBER:
+            group.target[key.member_id or ""] = self._names(
+                records.read_target_assignment_member(value)
+            )
+        elif key.record_type == records.MEMBER_METADATA:
+            meta = records.read_member_metadata(value)
+            m = member()
+            m.instance_id, m.rack_id = meta.instance_id, meta.rack_id
+            m.client_id, m.client_host = meta.client_id, meta.client_host
+            m.subscribed_topics = meta.subscribed_topic_names
+            m.subscribed_regex = meta.subscribed_topic_regex
+            m.rebalance_timeout_ms = meta.rebalance_timeout_ms
+            m.server_assignor = meta.server_assignor
+            if meta.server_assignor:
+                group.assignor = meta.server_assignor
+        elif key.record_type == records.CURRENT_MEMBER_ASSIGNMENT:
+            current = records.read_current_assignment(value)
+            m = member()
+            m.member_epoch, m.previous_epoch = current.member_epoch, current.previous_member_epoch
+            m.assigned = self._names(current.assigned)
+            m.revoking = self._names(current.pending_revocation)
 
     def _response(
         self, member_id: str, epoch: int, assignment: Iterable[TopicPartition] | None

@@ -13,7 +13,7 @@ import time
 from typing import TYPE_CHECKING
 
 from kafkars import _core, codec
-from kafkars.coordinator.group import records
+from kafkars.coordinator.group import consumer_group_records, records
 from kafkars.coordinator.group.group_metadata import GroupMetadata, OffsetAndMetadata
 
 if TYPE_CHECKING:
@@ -77,6 +77,9 @@ class GroupMetadataManager(GroupStore):
         self.num_partitions = int(server.config.get("offsets.topic.num.partitions"))
         self._create_lock = threading.Lock()
         self._append_lock = threading.Lock()
+        self._topic_ready = False
+        # The consumer-protocol group records found by `load`, last value per key.
+        self.consumer_group_records: dict[bytes, bytes] = {}
         existing = server.metadata.get(GROUP_METADATA_TOPIC_NAME)
         if existing is not None:
             # The partition count is fixed once the topic exists, whatever the config says now.
@@ -84,10 +87,13 @@ class GroupMetadataManager(GroupStore):
 
     def ensure_topic(self) -> None:
         """Creates `__consumer_offsets` on first use, as Kafka does on FindCoordinator."""
-        if self.server.metadata.get(GROUP_METADATA_TOPIC_NAME) is not None:
+        # Ready only once the creating thread is done: the topic's metadata appears before
+        # its partitions, and an append in between would find no partition.
+        if self._topic_ready:
             return
         with self._create_lock:
             if self.server.metadata.get(GROUP_METADATA_TOPIC_NAME) is not None:
+                self._topic_ready = True
                 return
             configs = {
                 "cleanup.policy": "compact",
@@ -95,6 +101,7 @@ class GroupMetadataManager(GroupStore):
                 "segment.bytes": str(self.server.config.get("offsets.topic.segment.bytes")),
             }
             self.server.create_topic(GROUP_METADATA_TOPIC_NAME, self.num_partitions, configs)
+            self._topic_ready = True
 
     def append(self, group_id: str, batch: list[Record]) -> None:
         self.ensure_topic()
@@ -133,6 +140,14 @@ class GroupMetadataManager(GroupStore):
                         if record.offset < partition_log.log_start_offset or record.key is None:
                             continue
                         count += 1
+                        record_type = int.from_bytes(record.key[:2], "big", signed=True)
+                        if record_type in consumer_group_records.CONSUMER_GROUP_RECORD_TYPES:
+                            # KIP-848 groups: ConsumerGroupCoordinator.load rebuilds them.
+                            if record.value is None:
+                                self.consumer_group_records.pop(bytes(record.key), None)
+                            else:
+                                self.consumer_group_records[bytes(record.key)] = bytes(record.value)
+                            continue
                         self._replay(record.key, record.value, groups, offsets, removed)
         for group_id, group_offsets in offsets.items():
             group = groups.get(group_id)
