@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafkars.broker import Broker
@@ -72,6 +72,21 @@ def poll_until(consumers: list[Consumer], done: Callable[[], bool], timeout: flo
     return time.monotonic() - start
 
 
+def commit(c: Consumer, m: Any) -> None:
+    """A synchronous commit, retried while the member's epoch is moving: the broker
+    answers STALE_MEMBER_EPOCH to a commit sent just before the member learnt its new
+    epoch, as Kafka does, and the client retries with the new one."""
+    for _ in range(50):
+        try:
+            c.commit(message=m, asynchronous=False)
+            return
+        except KafkaException as e:
+            if e.args[0].code() != KafkaError.STALE_MEMBER_EPOCH:
+                raise
+            time.sleep(0.1)
+    raise AssertionError("the member epoch stayed stale")
+
+
 def partitions(c: Consumer) -> list[int]:
     return sorted(tp.partition for tp in c.assignment())
 
@@ -127,7 +142,7 @@ def test_every_record_once_with_commits_and_restart(
                 m = c.poll(0.05)
                 if m is not None and m.error() is None:
                     seen.append((m.partition(), m.offset()))
-                    c.commit(message=m, asynchronous=False)
+                    commit(c, m)
 
     first = [consumer(b, g) for _ in range(2)]
     for c in first:
