@@ -7,6 +7,8 @@ the uniform assignor keeps as far as balance allows.
 
 from __future__ import annotations
 
+from kafkars import assignors
+
 TopicPartition = tuple[str, int]
 
 
@@ -15,20 +17,12 @@ def range_assign(
     partitions: dict[str, int],
     previous: dict[str, set[TopicPartition]],
 ) -> dict[str, set[TopicPartition]]:
-    """Kafka's RangeAssignor, per topic: its partitions split into contiguous ranges over
-    the members subscribed to it, in member-id order, the first ones one longer."""
-    out: dict[str, set[TopicPartition]] = {m: set() for m in subscriptions}
-    for topic, count in sorted(partitions.items()):
-        members = sorted(m for m, topics in subscriptions.items() if topic in topics)
-        if not members:
-            continue
-        share, extra = divmod(count, len(members))
-        start = 0
-        for i, m in enumerate(members):
-            n = share + (1 if i < extra else 0)
-            out[m].update((topic, p) for p in range(start, start + n))
-            start += n
-    return out
+    """Kafka's RangeAssignor, the same as the client-side one in `kafkars.assignors`:
+    per topic, contiguous ranges over its subscribers in member-id order."""
+    ranges = assignors.range_assign(
+        {m: sorted(topics) for m, topics in subscriptions.items()}, partitions
+    )
+    return {m: set(tps) for m, tps in ranges.items()}
 
 
 def uniform_assign(
