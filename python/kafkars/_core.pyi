@@ -240,6 +240,7 @@ class SocketServer:
         num_network_threads: int = 3,
         num_io_threads: int = 8,
         queued_max_requests: int = 500,
+        queued_max_request_bytes: int = -1,
         socket_request_max_bytes: int = 104857600,
         connections_max_idle_ms: int = 600000,
         max_connections: int = 2147483647,

@@ -235,6 +235,7 @@ class KafkaServer:
             num_network_threads=int(self.config.get("num.network.threads")),
             num_io_threads=int(self.config.get("num.io.threads")),
             queued_max_requests=int(self.config.get("queued.max.requests")),
+            queued_max_request_bytes=int(self.config.get("queued.max.request.bytes")),
             socket_request_max_bytes=int(self.config.get("socket.request.max.bytes")),
             connections_max_idle_ms=int(self.config.get("connections.max.idle.ms")),
             max_connections=int(self.config.get("max.connections")),

@@ -276,7 +276,8 @@ impl PySocketServer {
     #[new]
     #[pyo3(signature = (
         listeners, handler, *, num_network_threads = 3, num_io_threads = 8,
-        queued_max_requests = 500, socket_request_max_bytes = 104_857_600,
+        queued_max_requests = 500, queued_max_request_bytes = -1,
+        socket_request_max_bytes = 104_857_600,
         connections_max_idle_ms = 600_000, max_connections = 2_147_483_647,
         max_connections_per_ip = 2_147_483_647, max_connections_per_ip_overrides = HashMap::new(),
         socket_send_buffer_bytes = -1, socket_receive_buffer_bytes = -1,
@@ -289,6 +290,7 @@ impl PySocketServer {
         num_network_threads: usize,
         num_io_threads: usize,
         queued_max_requests: usize,
+        queued_max_request_bytes: i64,
         socket_request_max_bytes: usize,
         connections_max_idle_ms: u64,
         max_connections: usize,
@@ -320,6 +322,7 @@ impl PySocketServer {
                 .collect(),
             num_network_threads,
             queued_max_requests,
+            queued_max_request_bytes: buffer(queued_max_request_bytes),
             socket_request_max_bytes,
             connections_max_idle: Duration::from_millis(connections_max_idle_ms),
             max_connections,

@@ -22,6 +22,9 @@ pub struct SocketServerConfig {
     pub num_network_threads: usize,
     pub queued_max_requests: usize,
     pub socket_request_max_bytes: usize,
+    /// `queued.max.request.bytes`: bytes of requests read and not yet answered, across
+    /// every connection; `None` for no limit.
+    pub queued_max_request_bytes: Option<usize>,
     pub connections_max_idle: Duration,
     pub max_connections: usize,
     pub max_connections_per_ip: usize,
@@ -44,6 +47,7 @@ impl Default for SocketServerConfig {
             num_network_threads: 3,
             queued_max_requests: 500,
             socket_request_max_bytes: 100 * 1024 * 1024,
+            queued_max_request_bytes: None,
             connections_max_idle: Duration::from_millis(600_000),
             max_connections: i32::MAX as usize,
             max_connections_per_ip: i32::MAX as usize,

@@ -15,6 +15,7 @@ use tracing::debug;
 use crate::config::SocketServerConfig;
 use crate::connection_quotas::ConnectionSlot;
 use crate::frame::{FrameError, RequestHeader, parse_header};
+use crate::memory_pool::{MemoryGrant, MemoryPool};
 use crate::request_channel::{Request, RequestContext, Responder, Response, ResponseSend};
 use crate::send::write_response;
 
@@ -27,17 +28,26 @@ enum Pending {
     Waiting(oneshot::Receiver<Response>),
 }
 
+/// Buffer growth step while a frame's body arrives: the buffer grows with the bytes
+/// actually read (doubling from here), never with what the size prefix claims.
+const READ_CHUNK: usize = 64 * 1024;
+
 /// Reads size-prefixed frames into a buffer that survives cancellation, so idle and
 /// shutdown checks can interrupt a read without losing bytes (check, then parse).
 struct FrameReader {
     half: OwnedReadHalf,
     buffer: BytesMut,
     max_size: usize,
+    pool: MemoryPool,
+    /// Pool bytes held for the frame being read, taken before its body is buffered.
+    grant: Option<MemoryGrant>,
+    granted: bool,
 }
 
 impl FrameReader {
-    /// The next complete frame, `Ok(None)` at a clean end of stream. Cancellation safe.
-    async fn read_frame(&mut self) -> Result<Option<BytesMut>, FrameError> {
+    /// The next complete frame and the pool bytes it holds, `Ok(None)` at a clean end
+    /// of stream. Cancellation safe.
+    async fn read_frame(&mut self) -> Result<Option<(BytesMut, Option<MemoryGrant>)>, FrameError> {
         loop {
             if self.buffer.len() >= 4 {
                 let size = i32::from_be_bytes(self.buffer[..4].try_into().expect("4 bytes"));
@@ -51,11 +61,20 @@ impl FrameReader {
                         max: self.max_size,
                     });
                 }
+                if !self.granted {
+                    // queued.max.request.bytes: wait for room before buffering the body.
+                    self.grant = self.pool.allocate(size).await;
+                    self.granted = true;
+                }
                 if self.buffer.len() >= 4 + size {
                     self.buffer.advance(4);
-                    return Ok(Some(self.buffer.split_to(size)));
+                    let frame = self.buffer.split_to(size);
+                    self.granted = false;
+                    return Ok(Some((frame, self.grant.take())));
                 }
-                self.buffer.reserve(4 + size - self.buffer.len());
+                let missing = 4 + size - self.buffer.len();
+                self.buffer
+                    .reserve(missing.min(self.buffer.len().max(READ_CHUNK)));
             } else {
                 self.buffer.reserve(4096);
             }
@@ -76,6 +95,7 @@ pub(crate) struct ConnectionHandler {
     pub(crate) config: Arc<SocketServerConfig>,
     pub(crate) shutdown: watch::Receiver<bool>,
     pub(crate) slot: ConnectionSlot,
+    pub(crate) pool: MemoryPool,
 }
 
 impl ConnectionHandler {
@@ -90,6 +110,9 @@ impl ConnectionHandler {
             half: read_half,
             buffer: BytesMut::new(),
             max_size: self.config.socket_request_max_bytes,
+            pool: self.pool.clone(),
+            grant: None,
+            granted: false,
         };
         if let Err(reason) = self.read_loop(&mut reader, &pending_tx, &closed).await {
             debug!(connection = self.context.connection_id, %reason, "closing connection");
@@ -124,7 +147,7 @@ impl ConnectionHandler {
                 }
                 frame = reader.read_frame() => frame,
             };
-            let frame = match frame {
+            let (frame, memory) = match frame {
                 Ok(Some(frame)) => frame,
                 Ok(None) => return Ok(()),
                 Err(e) => return Err(e.to_string()),
@@ -163,6 +186,7 @@ impl ConnectionHandler {
                 responder: Responder {
                     sender: tx,
                     _permit: permit,
+                    _memory: memory,
                 },
             };
             // Waits while the request channel is full: back-pressure, never a drop.

@@ -75,3 +75,31 @@ pub(crate) fn parse_header(frame: BytesMut) -> Result<(RequestHeader, Bytes), Fr
     }
     Ok((header, buf))
 }
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+    use kafka_protocol::messages::{ApiKey, RequestKind};
+
+    /// A Metadata v1 body whose topics array claims 2^31-1 entries: the decoder must
+    /// refuse it from the bytes left, not try to allocate for the count.
+    #[test]
+    fn hostile_array_count_is_refused_without_allocating() {
+        let mut body = Bytes::from_static(&[0x7f, 0xff, 0xff, 0xff]);
+        let err = RequestKind::decode(ApiKey::Metadata, &mut body, 1).unwrap_err();
+        assert!(format!("{err:#}").contains("larger than"), "{err:#}");
+    }
+
+    #[test]
+    fn hostile_compact_lengths_are_refused() {
+        // Metadata v9 (flexible): topics compact array with a varint count near u32::MAX.
+        let mut body = Bytes::from_static(&[0xff, 0xff, 0xff, 0xff, 0x0f]);
+        assert!(RequestKind::decode(ApiKey::Metadata, &mut body, 9).is_err());
+        // CreateTopics v5: one topic whose compact name claims ~4 GiB.
+        let mut body = Bytes::from_static(&[0x02, 0xff, 0xff, 0xff, 0xff, 0x0f]);
+        assert!(RequestKind::decode(ApiKey::CreateTopics, &mut body, 5).is_err());
+        // SaslAuthenticate v0: auth bytes claiming 2 GiB.
+        let mut body = Bytes::from_static(&[0x7f, 0xff, 0xff, 0xff, 0x00]);
+        assert!(RequestKind::decode(ApiKey::SaslAuthenticate, &mut body, 0).is_err());
+    }
+}

@@ -1,8 +1,11 @@
 //! Kafka's `KafkaRequestHandlerPool`: `num.io.threads` threads taking requests off the
 //! request channel.
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+
+use tracing::error;
 
 use crate::request_channel::{Request, RequestChannel};
 
@@ -27,7 +30,12 @@ impl RequestHandlerPool {
                     .name(format!("data-plane-kafka-request-handler-{id}"))
                     .spawn(move || {
                         while let Some(request) = channel.receive() {
-                            handler(request);
+                            // A panic drops the request's responder, which closes only
+                            // that connection; the thread goes on serving the rest.
+                            let call = AssertUnwindSafe(|| handler(request));
+                            if catch_unwind(call).is_err() {
+                                error!(thread = id, "request handler panicked");
+                            }
                         }
                     })?,
             );

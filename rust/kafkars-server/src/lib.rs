@@ -13,6 +13,7 @@ mod connection;
 mod connection_quotas;
 mod frame;
 mod handler_pool;
+mod memory_pool;
 mod request_channel;
 mod send;
 mod socket_server;

@@ -9,6 +9,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use tokio::sync::{OwnedSemaphorePermit, oneshot};
 
 use crate::frame::RequestHeader;
+use crate::memory_pool::MemoryGrant;
 
 /// What a handler knows about the connection a request came from.
 #[derive(Debug)]
@@ -42,6 +43,8 @@ pub struct Request {
 pub struct Responder {
     pub(crate) sender: oneshot::Sender<Response>,
     pub(crate) _permit: OwnedSemaphorePermit,
+    /// The request's bytes in the `queued.max.request.bytes` pool, held until answered.
+    pub(crate) _memory: Option<MemoryGrant>,
 }
 
 impl Responder {

@@ -16,6 +16,7 @@ use tracing::{debug, info, warn};
 use crate::config::{EndPoint, SocketServerConfig};
 use crate::connection::ConnectionHandler;
 use crate::connection_quotas::{ConnectionQuotas, ConnectionSlot};
+use crate::memory_pool::MemoryPool;
 use crate::request_channel::{RequestChannel, RequestContext};
 
 /// A listener after binding: `port` 0 in the config becomes the real port here.
@@ -91,6 +92,7 @@ impl SocketServer {
         let mut threads = Vec::new();
         let mut processors = Vec::new();
         let next_connection_id = Arc::new(AtomicU64::new(0));
+        let pool = MemoryPool::new(config.queued_max_request_bytes);
         for id in 0..config.num_network_threads.max(1) {
             let (tx, rx) = mpsc::unbounded_channel::<NewConnection>();
             processors.push(tx);
@@ -100,6 +102,7 @@ impl SocketServer {
                 requests: channel.sender(),
                 shutdown: shutdown_rx.clone(),
                 next_connection_id: Arc::clone(&next_connection_id),
+                pool: pool.clone(),
             };
             threads.push(
                 std::thread::Builder::new()
@@ -224,6 +227,7 @@ struct Processor {
     requests: async_channel::Sender<crate::request_channel::Request>,
     shutdown: watch::Receiver<bool>,
     next_connection_id: Arc<AtomicU64>,
+    pool: MemoryPool,
 }
 
 impl Processor {
@@ -253,6 +257,7 @@ impl Processor {
                             config: Arc::clone(&self.config),
                             shutdown: self.shutdown.clone(),
                             slot: new.slot,
+                            pool: self.pool.clone(),
                         };
                         connections.spawn(handler.run(stream));
                     }
