@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkars import _core
-from kafkars.config import ConfigStore, KafkaConfig, LogConfig, describe_topic
+from kafkars.config import ConfigException, ConfigStore, KafkaConfig, LogConfig, describe_topic
 from kafkars.coordinator.group import GroupCoordinator
 from kafkars.coordinator.group.consumer_group import ConsumerGroupConfig, ConsumerGroupCoordinator
 from kafkars.coordinator.group.group_coordinator import GroupConfig
@@ -94,6 +94,25 @@ def storage_settings(config: LogConfig) -> dict[str, Any]:
     }
 
 
+# Security protocols the socket server implements. A listener declared with any other is
+# refused at start-up: serving it as plaintext would leave an operator who configured
+# TLS or SASL unprotected without knowing it.
+SERVED_SECURITY_PROTOCOLS = frozenset({"PLAINTEXT"})
+
+
+def refuse_unserved_security_protocols(config: KafkaConfig) -> None:
+    for endpoint in config.listeners:
+        if endpoint.security_protocol not in SERVED_SECURITY_PROTOCOLS:
+            raise ConfigException.invalid(
+                "listeners",
+                config.values["listeners"],
+                f"listener {endpoint.listener_name} uses security protocol "
+                f"{endpoint.security_protocol}, which this broker does not implement yet "
+                f"(served: {', '.join(sorted(SERVED_SECURITY_PROTOCOLS))}); refusing to start "
+                "rather than serve it unprotected",
+            )
+
+
 class KafkaServer:
     """One broker. `startup()` binds its listeners; `shutdown()` is graceful and idempotent."""
 
@@ -159,6 +178,7 @@ class KafkaServer:
             return now
 
         t = started
+        refuse_unserved_security_protocols(self.config)
         dirs = self.log_dirs
         for d in dirs:
             Path(d).mkdir(parents=True, exist_ok=True)
