@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafkars import _core
 from kafkars.server.apis.fetch import FetchPlan, fetch_response, read_plan
+from kafkars.server.error_responses import respond_or_error
 from kafkars.server.errors import KafkaError
 
 if TYPE_CHECKING:
@@ -66,16 +67,13 @@ class DelayedFetch:
         pass
 
     def on_complete(self) -> None:
-        if self.request.answered:
-            return
-        try:
+        def build() -> dict[str, Any]:
             responses, _, _ = read_plan(self.server, self.plan)
             self.server.topic_metrics.record_fetch(responses)
-            self.request.respond(fetch_response(responses))
-        except Exception:
-            log.exception("Completing delayed fetch %s failed", self.request)
-            if not self.request.answered:
-                self.request.close_connection()
+            return fetch_response(responses)
+
+        # A read that fails answers with the Fetch error response, as the first one would.
+        respond_or_error(self.request, build)
 
 
 class FetchPurgatory:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafkars import _core
 from kafkars.server.delayed_fetch import partition_key
+from kafkars.server.error_responses import respond_or_error
 from kafkars.server.errors import Errors, KafkaError
 
 if TYPE_CHECKING:
@@ -55,14 +56,7 @@ class DelayedProduce:
             result["error_code"] = int(Errors.REQUEST_TIMED_OUT)
 
     def on_complete(self) -> None:
-        if self.request.answered:
-            return
-        try:
-            self.request.respond(self.response)
-        except Exception:
-            log.exception("Completing delayed produce %s failed", self.request)
-            if not self.request.answered:
-                self.request.close_connection()
+        respond_or_error(self.request, lambda: self.response)
 
 
 class ProducePurgatory:

@@ -21,6 +21,7 @@ from kafkars.server.apis import (
     topics,
     versions,
 )
+from kafkars.server.error_responses import respond_with_error
 
 if TYPE_CHECKING:
     from kafkars.server.kafka_server import KafkaServer
@@ -101,9 +102,19 @@ class KafkaApis:
             return None
         started = time.perf_counter_ns()
         try:
-            return handler(self.server, request)
+            response = handler(self.server, request)
+            if response is not None:
+                # Answered here rather than returned, so a response that does not encode
+                # is caught below and answered with the error response too.
+                request.respond(response)
+        except Exception as e:
+            # Kafka's handleError: the request gets its API's error response
+            # (UNKNOWN_SERVER_ERROR unless the exception maps to a Kafka error) and the
+            # connection carries on.
+            respond_with_error(request, e)
         finally:
             self.request_count[key] = self.request_count.get(key, 0) + 1
             self.request_time_ns[key] = (
                 self.request_time_ns.get(key, 0) + time.perf_counter_ns() - started
             )
+        return None

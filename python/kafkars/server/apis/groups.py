@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafkars.coordinator.group.group_coordinator import join_error
 from kafkars.coordinator.group.group_metadata import OffsetAndMetadata
+from kafkars.server.error_responses import respond_or_error
 from kafkars.server.errors import Errors
 
 if TYPE_CHECKING:
@@ -38,8 +39,9 @@ def _consumer_groups(server: KafkaServer) -> ConsumerGroupCoordinator:
 
 
 def _answer(request: Any, response: dict[str, Any]) -> None:
-    if not request.answered:
-        request.respond(response)
+    # Called from the coordinator when a rebalance completes: a response that fails to
+    # encode answers with the error response rather than raising into the coordinator.
+    respond_or_error(request, lambda: response)
 
 
 # -- FindCoordinator ----------------------------------------------------------------------

@@ -1,0 +1,144 @@
+"""A Python handler that raises answers the request with its API's error response
+(UNKNOWN_SERVER_ERROR in every error-code field, the failure logged at ERROR with its
+traceback) and the same connection goes on serving requests."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import struct
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+from kafka.protocol.consumer import FetchRequest, FetchResponse
+from kafka.protocol.metadata import (
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    MetadataRequest,
+    MetadataResponse,
+)
+
+from kafkars.broker import Broker
+from kafkars.server import delayed_fetch
+from kafkars.server.api_keys import ApiKey
+from kafkars.server.kafka_apis import HANDLERS
+
+
+@pytest.fixture
+def embedded() -> Iterator[Broker]:
+    """An in-process broker, so a test can replace its handlers."""
+    with Broker() as b:
+        yield b
+
+
+def boom(server: Any, request: Any) -> None:
+    raise RuntimeError("handler failed on purpose")
+
+
+class Connection:
+    """One raw connection speaking non-flexible request versions (header v1)."""
+
+    def __init__(self, broker: Broker) -> None:
+        host, port = broker.bootstrap_servers.rsplit(":", 1)
+        self.sock = socket.create_connection((host, int(port)), timeout=10)
+        self.correlation_id = 0
+
+    def call(self, request: Any, response_cls: Any, version: int) -> Any:
+        self.correlation_id += 1
+        body = bytes(request.encode(version=version))
+        header = struct.pack(">hhih", request.API_KEY, version, self.correlation_id, 4) + b"test"
+        self.sock.sendall(struct.pack(">i", len(header) + len(body)) + header + body)
+        frame = self._recv(struct.unpack(">i", self._recv(4))[0])
+        assert struct.unpack(">i", frame[:4])[0] == self.correlation_id
+        return response_cls.decode(frame[4:], version=version)
+
+    def _recv(self, n: int) -> bytes:
+        out = b""
+        while len(out) < n:
+            chunk = self.sock.recv(n - len(out))
+            if not chunk:
+                raise ConnectionError("the broker closed the connection")
+            out += chunk
+        return out
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def metadata_request(*names: str) -> Any:
+    topics = [MetadataRequest.MetadataRequestTopic(version=8, name=n) for n in names]
+    return MetadataRequest(version=8, topics=topics, allow_auto_topic_creation=False)
+
+
+def test_raising_handler_answers_error_response_and_connection_stays(
+    embedded: Broker, caplog: pytest.LogCaptureFixture
+) -> None:
+    apis = embedded._server.apis
+    conn = Connection(embedded)
+    try:
+        apis.handlers[ApiKey.METADATA] = boom
+        with caplog.at_level(logging.ERROR, logger="kafkars.server.KafkaApis"):
+            failed = conn.call(metadata_request("a", "b"), MetadataResponse, 8)
+        assert [(t.name, t.error_code) for t in failed.topics] == [("a", -1), ("b", -1)]
+        [record] = [r for r in caplog.records if r.name == "kafkars.server.KafkaApis"]
+        assert record.levelno == logging.ERROR
+        assert "handler failed on purpose" in record.getMessage()
+        assert record.exc_info is not None and record.exc_info[0] is RuntimeError
+
+        # The same connection answers the next requests normally.
+        versions = conn.call(ApiVersionsRequest(version=0), ApiVersionsResponse, 0)
+        assert versions.error_code == 0 and versions.api_keys
+        apis.handlers[ApiKey.METADATA] = HANDLERS[ApiKey.METADATA]
+        ok = conn.call(metadata_request(), MetadataResponse, 8)
+        assert [b.node_id for b in ok.brokers] == [embedded._server.broker_id]
+    finally:
+        conn.close()
+
+
+def test_admin_client_sees_unknown_server_error_and_carries_on(embedded: Broker) -> None:
+    embedded._server.apis.handlers[ApiKey.DESCRIBE_CONFIGS] = boom
+    admin = AdminClient({"bootstrap.servers": embedded.bootstrap_servers})
+    resource = ConfigResource(ResourceType.BROKER, str(embedded._server.broker_id))
+    with pytest.raises(KafkaException) as raised:
+        admin.describe_configs([resource])[resource].result(10)
+    assert raised.value.args[0].code() == KafkaError.UNKNOWN
+    assert admin.list_topics(timeout=10).brokers
+
+
+def test_delayed_fetch_completion_that_raises_answers_error_response(
+    embedded: Broker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    embedded._server.create_topic("waiting", 1, {})
+
+    def failing_read(*args: Any) -> Any:
+        raise RuntimeError("read failed on purpose")
+
+    conn = Connection(embedded)
+    try:
+        # The first read finds nothing and parks the fetch; its completion then fails.
+        monkeypatch.setattr(delayed_fetch, "read_plan", failing_read)
+        partition = FetchRequest.FetchTopic.FetchPartition(
+            version=11, partition=0, fetch_offset=0, partition_max_bytes=100_000
+        )
+        fetch = FetchRequest(
+            version=11,
+            replica_id=-1,
+            max_wait_ms=200,
+            min_bytes=1,
+            max_bytes=1_000_000,
+            isolation_level=0,
+            session_id=0,
+            session_epoch=-1,
+            topics=[FetchRequest.FetchTopic(version=11, topic="waiting", partitions=[partition])],
+        )
+        failed = conn.call(fetch, FetchResponse, 11)
+        assert failed.error_code == -1
+        [topic] = failed.responses
+        assert [(p.partition_index, p.error_code) for p in topic.partitions] == [(0, -1)]
+        versions = conn.call(ApiVersionsRequest(version=0), ApiVersionsResponse, 0)
+        assert versions.error_code == 0
+    finally:
+        conn.close()
