@@ -16,12 +16,28 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafkars import _core
+from kafkars.server.errors import Errors
 
 EARLIEST = -2
 LATEST = -1
 
 _METADATA, _LIST_OFFSETS = 3, 2
-_RETRIABLE = {3, 5, 6, 7, 9, 13, 14, 15, 56, 74, 75}  # unknown partition, not leader, ...
+_RETRIABLE = {
+    int(e)
+    for e in (
+        Errors.UNKNOWN_TOPIC_OR_PARTITION,
+        Errors.LEADER_NOT_AVAILABLE,
+        Errors.NOT_LEADER_OR_FOLLOWER,
+        Errors.REQUEST_TIMED_OUT,
+        Errors.REPLICA_NOT_AVAILABLE,
+        Errors.NETWORK_EXCEPTION,
+        Errors.COORDINATOR_LOAD_IN_PROGRESS,
+        Errors.COORDINATOR_NOT_AVAILABLE,
+        Errors.KAFKA_STORAGE_ERROR,
+        Errors.FENCED_LEADER_EPOCH,
+        Errors.UNKNOWN_LEADER_EPOCH,
+    )
+}
 
 
 class KafkaError(Exception):
@@ -119,7 +135,7 @@ class Connection:
         size = struct.unpack(">i", self._recv(4))[0]
         r = _Reader(self._recv(size))
         if r.i32() != self._correlation:
-            raise KafkaError(-1, "correlation id mismatch")
+            raise KafkaError(Errors.UNKNOWN_SERVER_ERROR, "correlation id mismatch")
         return r
 
     def _recv(self, n: int) -> bytes:
@@ -197,7 +213,7 @@ class KafkaClient:
                 self.leaders[(name, p)] = leader
             if err == 0 or parts:
                 out[name] = sorted(parts, key=lambda x: x.partition)
-            elif err not in (3,):  # UNKNOWN_TOPIC_OR_PARTITION: leave the topic out
+            elif err != Errors.UNKNOWN_TOPIC_OR_PARTITION:  # an unknown topic is left out
                 raise KafkaError(err, f"metadata for topic {name!r}")
         return out
 
@@ -207,7 +223,7 @@ class KafkaClient:
             self.metadata([topic])
             leader = self.leaders.get((topic, partition))
         if leader is None or leader < 0 or leader not in self.brokers:
-            raise KafkaError(5, f"no leader for {topic}-{partition}")
+            raise KafkaError(Errors.LEADER_NOT_AVAILABLE, f"no leader for {topic}-{partition}")
         return self._conn(self.brokers[leader])
 
     def list_offsets(self, requests: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
