@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kafkars.server.errors import Errors
@@ -20,7 +21,8 @@ def handle_describe_log_dirs(server: KafkaServer, request: Any) -> dict[str, Any
     for log_dir in server.log_dirs:
         topics: dict[str, list[dict[str, Any]]] = {}
         for partition in server.replica_manager.partitions():
-            if partition.log.dir_parent != log_dir:
+            # dir_parent is a Path; log_dirs are resolved strings.
+            if str(Path(partition.log.dir_parent).resolve()) != log_dir:
                 continue
             if selected is not None and (partition.topic, partition.partition) not in selected:
                 continue
