@@ -4,9 +4,12 @@ ListGroups filters, ListOffsets special timestamps."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from kafka import KafkaProducer
+from kafka import KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
+from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsResponse
+from raw_client import RawConnection
 
 from kafkars.broker import Broker
 
@@ -41,3 +44,52 @@ def test_describe_log_dirs_lists_every_partition(broker: Broker, topic: str) -> 
         ] == [(topic, [1])]
     finally:
         admin.close()
+
+
+def list_offsets(conn: RawConnection, topic: str, timestamp: int, version: int) -> Any:
+    partition = ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition(
+        version=version, partition_index=0, timestamp=timestamp
+    )
+    request = ListOffsetsRequest(
+        version=version,
+        replica_id=-1,
+        topics=[
+            ListOffsetsRequest.ListOffsetsTopic(version=version, name=topic, partitions=[partition])
+        ],
+    )
+    [t] = conn.call(request, ListOffsetsResponse, version).topics
+    [p] = t.partitions
+    return p
+
+
+def test_list_offsets_special_timestamps_as_kafka_4_0(broker: Broker, topic: str) -> None:
+    """-4 (earliest local) is the log start without tiered storage, -5 (latest tiered) is
+    no offset and no error; each needs its ListOffsets version (-3: v7, -4: v8, -5: v9),
+    and any other negative timestamp is UNSUPPORTED_VERSION for its partition."""
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+    admin.create_topics([NewTopic(topic, 1, 1)])
+    admin.close()
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers)
+    for _ in range(5):
+        producer.send(topic, b"v", partition=0)
+    producer.flush()
+    producer.close()
+    with RawConnection(broker) as conn:
+        admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+        admin.delete_records({TopicPartition(topic, 0): 2})
+        admin.close()
+        for version in (8, 9, 10):
+            earliest_local = list_offsets(conn, topic, -4, version)
+            assert (earliest_local.error_code, earliest_local.offset) == (0, 2)
+            assert earliest_local.timestamp == -1
+        for version in (9, 10):
+            tiered = list_offsets(conn, topic, -5, version)
+            assert (tiered.error_code, tiered.timestamp, tiered.offset) == (0, -1, -1)
+            assert tiered.leader_epoch == -1
+        latest = list_offsets(conn, topic, -1, 10)
+        assert (latest.error_code, latest.offset) == (0, 5)
+        unsupported = [(-3, 6), (-4, 7), (-5, 8), (-6, 10), (-7, 10)]
+        for timestamp, version in unsupported:
+            p = list_offsets(conn, topic, timestamp, version)
+            assert p.error_code == 35, (timestamp, version)  # UNSUPPORTED_VERSION
+            assert (p.timestamp, p.offset) == (-1, -1)

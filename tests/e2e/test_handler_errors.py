@@ -5,8 +5,6 @@ traceback) and the same connection goes on serving requests."""
 from __future__ import annotations
 
 import logging
-import socket
-import struct
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,6 +18,7 @@ from kafka.protocol.metadata import (
     MetadataRequest,
     MetadataResponse,
 )
+from raw_client import RawConnection
 
 from kafkars.broker import Broker
 from kafkars.server import delayed_fetch
@@ -38,36 +37,6 @@ def boom(server: Any, request: Any) -> None:
     raise RuntimeError("handler failed on purpose")
 
 
-class Connection:
-    """One raw connection speaking non-flexible request versions (header v1)."""
-
-    def __init__(self, broker: Broker) -> None:
-        host, port = broker.bootstrap_servers.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=10)
-        self.correlation_id = 0
-
-    def call(self, request: Any, response_cls: Any, version: int) -> Any:
-        self.correlation_id += 1
-        body = bytes(request.encode(version=version))
-        header = struct.pack(">hhih", request.API_KEY, version, self.correlation_id, 4) + b"test"
-        self.sock.sendall(struct.pack(">i", len(header) + len(body)) + header + body)
-        frame = self._recv(struct.unpack(">i", self._recv(4))[0])
-        assert struct.unpack(">i", frame[:4])[0] == self.correlation_id
-        return response_cls.decode(frame[4:], version=version)
-
-    def _recv(self, n: int) -> bytes:
-        out = b""
-        while len(out) < n:
-            chunk = self.sock.recv(n - len(out))
-            if not chunk:
-                raise ConnectionError("the broker closed the connection")
-            out += chunk
-        return out
-
-    def close(self) -> None:
-        self.sock.close()
-
-
 def metadata_request(*names: str) -> Any:
     topics = [MetadataRequest.MetadataRequestTopic(version=8, name=n) for n in names]
     return MetadataRequest(version=8, topics=topics, allow_auto_topic_creation=False)
@@ -77,7 +46,7 @@ def test_raising_handler_answers_error_response_and_connection_stays(
     embedded: Broker, caplog: pytest.LogCaptureFixture
 ) -> None:
     apis = embedded._server.apis
-    conn = Connection(embedded)
+    conn = RawConnection(embedded)
     try:
         apis.handlers[ApiKey.METADATA] = boom
         with caplog.at_level(logging.ERROR, logger="kafkars.server.KafkaApis"):
@@ -116,7 +85,7 @@ def test_delayed_fetch_completion_that_raises_answers_error_response(
     def failing_read(*args: Any) -> Any:
         raise RuntimeError("read failed on purpose")
 
-    conn = Connection(embedded)
+    conn = RawConnection(embedded)
     try:
         # The first read finds nothing and parks the fetch; its completion then fails.
         monkeypatch.setattr(delayed_fetch, "read_plan", failing_read)

@@ -1,4 +1,5 @@
-"""ListOffsets: earliest (-2), latest (-1), max timestamp (-3) or by timestamp."""
+"""ListOffsets: latest (-1), earliest (-2), max timestamp (-3), earliest local (-4),
+latest tiered (-5) or by timestamp."""
 
 from __future__ import annotations
 
@@ -9,11 +10,36 @@ from kafkars.server.errors import Errors, KafkaError
 if TYPE_CHECKING:
     from kafkars.server.kafka_server import KafkaServer
 
-LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL = -1, -2, -3, -4
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
+
+# The first ListOffsets version that may ask for each special timestamp (Kafka's
+# ReplicaManager.timestampMinSupportedVersion as of 4.0). Any other negative timestamp,
+# or one asked for at an older version, gets UNSUPPORTED_VERSION for its partition.
+TIMESTAMP_MIN_VERSION = {
+    LATEST: 1,
+    EARLIEST: 1,
+    MAX_TIMESTAMP: 7,
+    EARLIEST_LOCAL: 8,
+    LATEST_TIERED: 9,
+}
 
 
-def _lookup(server: KafkaServer, topic: str, p: dict[str, Any], committed: bool) -> dict[str, Any]:
+def timestamp_unsupported(timestamp: int, version: int) -> bool:
+    """Kafka's `isListOffsetsTimestampUnsupported`."""
+    return timestamp < 0 and version < TIMESTAMP_MIN_VERSION.get(timestamp, 2**15)
+
+
+def _lookup(
+    server: KafkaServer, topic: str, p: dict[str, Any], committed: bool, version: int
+) -> dict[str, Any]:
     index = p["partition_index"]
+    if timestamp_unsupported(p["timestamp"], version):
+        return {
+            "partition_index": index,
+            "error_code": int(Errors.UNSUPPORTED_VERSION),
+            "timestamp": -1,
+            "offset": -1,
+        }
     try:
         partition = server.replica_manager.get_partition(topic, index)
     except KafkaError as e:
@@ -26,7 +52,11 @@ def _lookup(server: KafkaServer, topic: str, p: dict[str, Any], committed: bool)
         offset = log.high_watermark
         found = (-1, offset, partition.leader_epoch)
     elif target in (EARLIEST, EARLIEST_LOCAL):
+        # Without tiered storage the local log starts where the log does.
         found = (-1, log.log_start_offset, partition.leader_epoch)
+    elif target == LATEST_TIERED:
+        # Nothing is tiered: Kafka answers no offset, with leader epoch -1, and no error.
+        found = (-1, -1, -1)
     else:
         hit = log.fetch_offset_by_timestamp(target)
         found = (-1, -1, -1) if hit is None else (hit[1], hit[0], hit[2])
@@ -60,6 +90,8 @@ def handle_list_offsets(server: KafkaServer, request: Any) -> dict[str, Any]:
                 for p in t["partitions"]
             ]
         else:
-            partitions = [_lookup(server, name, p, committed) for p in t["partitions"]]
+            partitions = [
+                _lookup(server, name, p, committed, request.api_version) for p in t["partitions"]
+            ]
         topics.append({"name": name, "partitions": partitions})
     return {"topics": topics, "throttle_time_ms": 0}
