@@ -3,9 +3,15 @@ ListGroups filters, ListOffsets special timestamps."""
 
 from __future__ import annotations
 
+import time
+import uuid
 from pathlib import Path
 from typing import Any
 
+from confluent_kafka import Consumer, ConsumerGroupState, ConsumerGroupType
+from confluent_kafka import TopicPartition as ConfluentTopicPartition
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import NewTopic as ConfluentNewTopic
 from kafka import KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsResponse
@@ -93,3 +99,63 @@ def test_list_offsets_special_timestamps_as_kafka_4_0(broker: Broker, topic: str
             p = list_offsets(conn, topic, timestamp, version)
             assert p.error_code == 35, (timestamp, version)  # UNSUPPORTED_VERSION
             assert (p.timestamp, p.offset) == (-1, -1)
+
+
+def _joined(bootstrap: str, group: str, topic: str, **extra: Any) -> Consumer:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, **extra})
+    c.subscribe([topic])
+    deadline = time.monotonic() + 20
+    while not c.assignment():
+        assert time.monotonic() < deadline, f"{group} got no assignment"
+        c.poll(0.2)
+    return c
+
+
+def test_list_groups_filters_by_state_and_type(broker: Broker, topic: str) -> None:
+    """ListGroups v4 `states_filter` and v5 `types_filter` (case-insensitive, combined)."""
+    bootstrap = broker.bootstrap_servers
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([ConfluentNewTopic(topic, 1, 1)])[topic].result(10)
+    tag = uuid.uuid4().hex[:8]
+    stable_classic, stable_consumer, empty_classic = (
+        f"classic-{tag}",
+        f"consumer-{tag}",
+        f"empty-{tag}",
+    )
+    c1 = _joined(bootstrap, stable_classic, topic, **{"session.timeout.ms": 6000})
+    c2 = _joined(bootstrap, stable_consumer, topic, **{"group.protocol": "consumer"})
+    c3 = Consumer({"bootstrap.servers": bootstrap, "group.id": empty_classic})
+    c3.commit(offsets=[ConfluentTopicPartition(topic, 0, 0)], asynchronous=False)
+    c3.close()
+    try:
+
+        def listed(**filters: Any) -> set[tuple[str, str, str]]:
+            groups = admin.list_consumer_groups(**filters).result(10).valid
+            return {
+                (g.group_id, g.state.name, g.type.name) for g in groups if g.group_id.endswith(tag)
+            }
+
+        stable = {ConsumerGroupState.STABLE}
+        assert listed() == {
+            (stable_classic, "STABLE", "CLASSIC"),
+            (stable_consumer, "STABLE", "CONSUMER"),
+            (empty_classic, "EMPTY", "CLASSIC"),
+        }
+        assert listed(states=stable) == {
+            (stable_classic, "STABLE", "CLASSIC"),
+            (stable_consumer, "STABLE", "CONSUMER"),
+        }
+        assert listed(states={ConsumerGroupState.EMPTY}) == {(empty_classic, "EMPTY", "CLASSIC")}
+        assert {g for g, _, _ in listed(types={ConsumerGroupType.CLASSIC})} == {
+            stable_classic,
+            empty_classic,
+        }
+        assert listed(types={ConsumerGroupType.CONSUMER}) == {
+            (stable_consumer, "STABLE", "CONSUMER")
+        }
+        assert listed(types={ConsumerGroupType.CLASSIC}, states=stable) == {
+            (stable_classic, "STABLE", "CLASSIC")
+        }
+    finally:
+        c1.close()
+        c2.close()
