@@ -132,3 +132,13 @@ class KafkaError(Exception):
         super().__init__(message or code.name)
         self.code = code
         self.message = message
+
+
+class RecordValidationError(KafkaError):
+    """A batch refused because of some of its records (Kafka's RecordValidationException):
+    `record_errors` holds (index of the record in its batch, message) pairs, answered in
+    the Produce response's `record_errors`."""
+
+    def __init__(self, code: Errors, message: str, record_errors: list[tuple[int, str]]) -> None:
+        super().__init__(code, message)
+        self.record_errors = record_errors

@@ -27,6 +27,7 @@ from kafkars.server.delayed_produce import ProducePurgatory
 from kafkars.server.errors import Errors, KafkaError
 from kafkars.server.kafka_apis import KafkaApis
 from kafkars.server.log_tasks import schedule_log_tasks
+from kafkars.server.log_validator import TimestampLimits
 from kafkars.server.metadata import MetadataStore, TopicMetadata
 from kafkars.server.metrics import BrokerTopicMetrics, MetricsServer
 from kafkars.server.replica_manager import ReplicaManager
@@ -166,6 +167,10 @@ class KafkaServer:
     def storage_config(self, overrides: dict[str, str]) -> dict[str, Any]:
         """The topic's effective settings in the shape the Rust log takes."""
         return storage_settings(self.log_config(overrides))
+
+    def timestamp_limits(self, overrides: dict[str, str]) -> TimestampLimits | None:
+        """The topic's CreateTime timestamp bounds checked on append, if any."""
+        return TimestampLimits.from_log_config(self.log_config(overrides))
 
     # -- lifecycle ---------------------------------------------------------------------------
     def startup(self) -> None:
@@ -341,8 +346,9 @@ class KafkaServer:
     # -- topic administration (the single-broker controller) ------------------------------
     def _become_leader(self, topic: TopicMetadata) -> None:
         settings = self.storage_config(topic.configs)
+        limits = self.timestamp_limits(topic.configs)
         for index in range(topic.num_partitions):
-            self.replica_manager.become_leader(topic.name, index, settings)
+            self.replica_manager.become_leader(topic.name, index, settings, limits)
 
     def validate_topic_configs(self, configs: dict[str, str]) -> None:
         try:
@@ -374,7 +380,9 @@ class KafkaServer:
     def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
         """Replaces a topic's overrides and applies them to its logs at once."""
         self.metadata.set_configs(name, configs)
-        self.replica_manager.update_config(name, self.storage_config(configs))
+        self.replica_manager.update_config(
+            name, self.storage_config(configs), self.timestamp_limits(configs)
+        )
 
     @property
     def dynamic_broker_configs(self) -> dict[str, str]:
@@ -395,4 +403,6 @@ class KafkaServer:
             self.config_store.set_broker_configs(None, configs)
         self.config = new
         for topic in self.metadata.topics():
-            self.replica_manager.update_config(topic.name, self.storage_config(topic.configs))
+            self.replica_manager.update_config(
+                topic.name, self.storage_config(topic.configs), self.timestamp_limits(topic.configs)
+            )

@@ -13,6 +13,7 @@ from typing import Any
 
 from kafkars import _core
 from kafkars.server.errors import Errors, KafkaError
+from kafkars.server.log_validator import TimestampLimits
 
 TopicPartition = tuple[str, int]
 
@@ -25,8 +26,13 @@ class Partition:
     partition: int
     log: Any  # _core.Log
     leader_epoch: int = 0
+    # CreateTime bounds to check before the Rust log validates and appends; None: none.
+    timestamp_limits: TimestampLimits | None = None
 
     def append_as_leader(self, records: Any) -> Any:
+        limits = self.timestamp_limits
+        if limits is not None:
+            limits.validate(records)
         info = self.log.append_as_leader(records, self.leader_epoch)
         # One broker is the whole ISR: the high watermark follows the log end offset.
         self.log.high_watermark = self.log.log_end_offset
@@ -47,21 +53,33 @@ class ReplicaManager:
         """Called after every append (delayed fetches watch partitions this way)."""
         self._append_listeners.append(listener)
 
-    def become_leader(self, topic: str, partition: int, log_config: dict[str, Any]) -> Partition:
+    def become_leader(
+        self,
+        topic: str,
+        partition: int,
+        log_config: dict[str, Any],
+        timestamp_limits: TimestampLimits | None = None,
+    ) -> Partition:
         with self._lock:
             existing = self._partitions.get((topic, partition))
             if existing is not None:
                 return existing
             log = self.log_manager.get_or_create_log(topic, partition, log_config)
             log.high_watermark = log.log_end_offset
-            p = Partition(topic, partition, log)
+            p = Partition(topic, partition, log, timestamp_limits=timestamp_limits)
             self._partitions[(topic, partition)] = p
             return p
 
-    def update_config(self, topic: str, log_config: dict[str, Any]) -> None:
+    def update_config(
+        self,
+        topic: str,
+        log_config: dict[str, Any],
+        timestamp_limits: TimestampLimits | None = None,
+    ) -> None:
         for (t, _), p in list(self._partitions.items()):
             if t == topic:
                 p.log.update_config(log_config)
+                p.timestamp_limits = timestamp_limits
 
     def remove_topic(self, topic: str) -> None:
         with self._lock:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kafkars.server.delayed_produce import DelayedProduce
-from kafkars.server.errors import Errors, KafkaError
+from kafkars.server.errors import Errors, KafkaError, RecordValidationError
 
 if TYPE_CHECKING:
     from kafkars.server.kafka_server import KafkaServer
@@ -23,6 +23,10 @@ def _partition_result(server: KafkaServer, topic: str, data: dict[str, Any]) -> 
         result["error_code"] = int(e.code)
         result["error_message"] = e.message
         result["log_start_offset"] = -1
+        if isinstance(e, RecordValidationError):
+            result["record_errors"] = [
+                {"batch_index": i, "batch_index_error_message": m} for i, m in e.record_errors
+            ]
         return result
     server.topic_metrics.record_append(topic, info.valid_bytes, info.num_messages)
     result["error_code"] = 0
