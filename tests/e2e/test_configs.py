@@ -103,3 +103,37 @@ def test_dynamic_broker_config_persists(make_broker) -> None:
         raise AssertionError("read-only broker configs cannot change")
     except Exception as e:
         assert "log.dirs" in str(e) or "read-only" in str(e).lower()
+
+
+def test_incremental_set_of_the_default_value_is_kept_as_an_override(make_broker, topic) -> None:
+    """Kafka keeps a SET whose value equals the default: DescribeConfigs shows it as a
+    DYNAMIC_TOPIC_CONFIG (first synonym the topic's own), and it survives a restart."""
+    b = make_broker()
+    admin = AdminClient({"bootstrap.servers": b.bootstrap_servers})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(10)
+    res = ConfigResource(ResourceType.TOPIC, topic)
+    before = describe(admin, res)
+    assert before["segment.bytes"].source == 5 and before["cleanup.policy"].source == 5
+    inc = ConfigResource(
+        ResourceType.TOPIC,
+        topic,
+        incremental_configs=[
+            ConfigEntry(
+                "segment.bytes",
+                before["segment.bytes"].value,
+                incremental_operation=AlterConfigOpType.SET,
+            ),
+            ConfigEntry("cleanup.policy", "delete", incremental_operation=AlterConfigOpType.SET),
+        ],
+    )
+    admin.incremental_alter_configs([inc])[inc].result(10)
+    for restart in (False, True):
+        if restart:
+            b.restart()
+            admin = AdminClient({"bootstrap.servers": b.bootstrap_servers})
+        configs = describe(admin, res)
+        for name, value in (("segment.bytes", "1073741824"), ("cleanup.policy", "delete")):
+            entry = configs[name]
+            assert (entry.value, entry.source, entry.is_default) == (value, 1, False), name
+            first = next(iter(entry.synonyms.values()))
+            assert (first.name, first.source) == (name, 1)
