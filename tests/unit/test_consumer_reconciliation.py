@@ -4,10 +4,10 @@ session and revocation deadlines, and the server-side assignors."""
 
 from __future__ import annotations
 
-import time
 import uuid
 from typing import Any
 
+from kafkars.coordinator.clock import MockTime
 from kafkars.coordinator.group.consumer_group import ConsumerGroupConfig, ConsumerGroupCoordinator
 from kafkars.coordinator.group.delayed import DelayedTimeout
 from kafkars.coordinator.group.server_assignors import range_assign, uniform_assign
@@ -42,10 +42,18 @@ class Harness:
     def __init__(self, **partitions: int) -> None:
         self.topics = Topics(**partitions)
         self.timers: list[DelayedTimeout] = []
+        self.clock = MockTime()
+        purgatory = self.clock.purgatory("ConsumerGroupHeartbeat")
+
+        def schedule(op: DelayedTimeout) -> None:
+            self.timers.append(op)
+            purgatory.try_complete_else_watch(op, ["session"])
+
         self.coordinator = ConsumerGroupCoordinator(
             ConsumerGroupConfig(session_timeout_ms=1000, heartbeat_interval_ms=100),
             self.topics,
-            self.timers.append,
+            schedule,
+            time=self.clock,
         )
 
     def owned(self, parts: set[tuple[str, int]]) -> list[dict[str, Any]]:
@@ -170,10 +178,16 @@ def test_session_timeout_removes_a_silent_member() -> None:
     h.beat("b", 0, set())
     group = h.coordinator.get("g")
     assert group is not None
-    group.members["b"].last_heartbeat = time.monotonic() - 5
-    for op in list(h.timers):
-        op.on_complete()
+    h.clock.sleep(600)
+    h.beat("a", group.members["a"].member_epoch)  # only "a" stays alive
+    h.clock.sleep(399)
+    assert set(group.members) == {"a", "b"}  # b's session has 1 ms left
+    h.clock.sleep(1)
     assert set(group.members) == {"a"}
+    h.clock.sleep(599)
+    assert set(group.members) == {"a"}  # a heartbeat 999 ms ago
+    h.clock.sleep(1)
+    assert set(group.members) == set()
 
 
 def test_a_member_that_does_not_revoke_is_removed_after_its_rebalance_timeout() -> None:

@@ -1,15 +1,16 @@
-"""The classic group state machine (seed 003's transitions) on the real purgatory,
-with timeouts short enough to watch them fire."""
+"""The classic group state machine (seed 003's transitions). The coordinator runs on a
+MockTime: session, sync and rebalance deadlines fire exactly when a test advances the
+clock past them, with no sleeping."""
 
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from kafkars.coordinator.clock import MockTime
 from kafkars.coordinator.group import GroupCoordinator, GroupState
 from kafkars.coordinator.group.group_coordinator import GroupConfig
 from kafkars.coordinator.group.group_metadata import GroupMetadata, OffsetAndMetadata
@@ -63,10 +64,16 @@ def store() -> RecordingStore:
 
 
 @pytest.fixture
-def coordinator(store: RecordingStore) -> Iterator[GroupCoordinator]:
+def clock() -> MockTime:
+    return MockTime()
+
+
+@pytest.fixture
+def coordinator(store: RecordingStore, clock: MockTime) -> Iterator[GroupCoordinator]:
     c = GroupCoordinator(
         GroupConfig(min_session_timeout_ms=10, initial_rebalance_delay_ms=0, max_size=3),
         store,
+        time=clock,
     )
     c.startup(expire_offsets=False)
     yield c
@@ -103,13 +110,6 @@ def group(c: GroupCoordinator) -> GroupMetadata:
     g = c.get_group(G)
     assert g is not None
     return g
-
-
-def wait_state(c: GroupCoordinator, state: GroupState, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while group(c).state is not state:
-        assert time.monotonic() < deadline, f"still {group(c).state}"
-        time.sleep(0.01)
 
 
 def stable_group_of_two(c: GroupCoordinator, **kw: Any) -> tuple[str, str]:
@@ -184,38 +184,46 @@ def test_pending_follower_sync_fails_when_rebalance_restarts(coordinator: GroupC
     assert waiting.get()["error_code"] == Errors.REBALANCE_IN_PROGRESS
 
 
-def test_leader_never_syncs(coordinator: GroupCoordinator) -> None:
+def test_leader_never_syncs(coordinator: GroupCoordinator, clock: MockTime) -> None:
     a = join(coordinator, session=300, rebalance=300).get()
     b = join(coordinator, session=5000, rebalance=300)
     join(coordinator, a["member_id"], session=300, rebalance=300).get()
     follower = b.get()["member_id"]
     waiting = sync(coordinator, follower, 2)
-    # The leader neither syncs nor heartbeats: it is removed, the follower told to rejoin.
-    assert waiting.get(3)["error_code"] == Errors.REBALANCE_IN_PROGRESS
+    # The leader neither syncs nor heartbeats: when the sync deadline (the rebalance
+    # timeout) passes it is removed, and the follower told to rejoin.
+    clock.sleep(299)
+    assert not waiting.done and group(coordinator).has(a["member_id"])
+    clock.sleep(1)
+    assert waiting.get()["error_code"] == Errors.REBALANCE_IN_PROGRESS
     assert not group(coordinator).has(a["member_id"])
     r = join(coordinator, follower, session=5000, rebalance=300).get()
     assert r["leader"] == follower and r["generation_id"] == 3
 
 
-def test_member_stops_heartbeating(coordinator: GroupCoordinator) -> None:
+def test_member_stops_heartbeating(coordinator: GroupCoordinator, clock: MockTime) -> None:
     leader, follower = stable_group_of_two(coordinator, session=300, rebalance=2000)
-    deadline = time.monotonic() + 3
-    while group(coordinator).state is GroupState.STABLE:
-        coordinator.handle_heartbeat(G, leader, None, 2)  # only the leader stays alive
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    for _ in range(2):
+        clock.sleep(149)
+        assert coordinator.handle_heartbeat(G, leader, None, 2) is Errors.NONE
+    assert group(coordinator).state is GroupState.STABLE  # the follower: 298 ms silent
+    clock.sleep(2)
+    # Only the leader heartbeated: the follower's session expired and a rebalance began.
     assert coordinator.handle_heartbeat(G, leader, None, 2) is Errors.REBALANCE_IN_PROGRESS
     assert not group(coordinator).has(follower)
     r = join(coordinator, leader, session=300, rebalance=2000).get()
     assert r["generation_id"] == 3 and [m["member_id"] for m in r["members"]] == [leader]
 
 
-def test_rebalance_timeout_drops_members_that_do_not_rejoin(coordinator: GroupCoordinator) -> None:
+def test_rebalance_timeout_drops_members_that_do_not_rejoin(
+    coordinator: GroupCoordinator, clock: MockTime
+) -> None:
     leader, follower = stable_group_of_two(coordinator, session=5000, rebalance=300)
-    started = time.monotonic()
     r = join(coordinator, leader, session=5000, rebalance=300)  # the leader rejoins alone
-    assert r.get(3)["generation_id"] == 3
-    assert 0.25 < time.monotonic() - started < 2
+    clock.sleep(299)
+    assert not r.done
+    clock.sleep(1)
+    assert r.get()["generation_id"] == 3
     assert list(group(coordinator).members) == [leader]
 
 
@@ -226,7 +234,7 @@ def test_leave_group_rebalances_and_last_leave_empties(coordinator: GroupCoordin
     join(coordinator, leader).get()
     sync(coordinator, leader, 3, {leader: b"all"}).get()
     coordinator.handle_leave_group(G, [(leader, None)])
-    wait_state(coordinator, GroupState.EMPTY)
+    assert group(coordinator).state is GroupState.EMPTY
     assert group(coordinator).generation_id == 4
     assert coordinator.handle_leave_group(G, [("ghost", None)])[1] == [Errors.UNKNOWN_MEMBER_ID]
 
@@ -289,13 +297,17 @@ def test_session_timeout_bounds_and_group_max_size(coordinator: GroupCoordinator
     assert join(coordinator).get()["error_code"] == Errors.GROUP_MAX_SIZE_REACHED
 
 
-def test_initial_rebalance_delay_gathers_members() -> None:
-    c = GroupCoordinator(GroupConfig(min_session_timeout_ms=10, initial_rebalance_delay_ms=300))
+def test_initial_rebalance_delay_gathers_members(clock: MockTime) -> None:
+    c = GroupCoordinator(
+        GroupConfig(min_session_timeout_ms=10, initial_rebalance_delay_ms=300), time=clock
+    )
     c.startup(expire_offsets=False)
     try:
         replies = [join(c, rebalance=3000) for _ in range(3)]
+        clock.sleep(299)
         assert not any(r.done for r in replies)
-        assert {r.get(3)["generation_id"] for r in replies} == {1}
+        clock.sleep(3000)
+        assert {r.get()["generation_id"] for r in replies} == {1}
         assert len(group(c).members) == 3
     finally:
         c.shutdown()
@@ -350,7 +362,7 @@ def test_describe_list_delete(coordinator: GroupCoordinator) -> None:
     assert coordinator.list_groups({"stable"}) == [(G, "consumer", "Stable")]
     assert coordinator.list_groups({"Empty"}) == []
     coordinator.handle_leave_group(G, [(leader, None), (follower, None)])
-    wait_state(coordinator, GroupState.EMPTY)
+    assert group(coordinator).state is GroupState.EMPTY
     assert coordinator.handle_delete_groups([G, "nope"]) == {
         G: Errors.NONE,
         "nope": Errors.GROUP_ID_NOT_FOUND,

@@ -21,12 +21,12 @@ from __future__ import annotations
 import logging
 import re
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from kafkars.coordinator.clock import SYSTEM_TIME, Time
 from kafkars.coordinator.group import consumer_group_records as records
 from kafkars.coordinator.group.delayed import DelayedTimeout
 from kafkars.coordinator.group.server_assignors import TopicPartition, range_assign, uniform_assign
@@ -90,7 +90,7 @@ class ConsumerMember:
     last_sent: frozenset[TopicPartition] | None = None
     # The epoch a static member had when it left with epoch -2 (its successor's epoch).
     left_epoch: int = 0
-    last_heartbeat: float = field(default_factory=time.monotonic)
+    last_heartbeat: float = field(default_factory=SYSTEM_TIME.monotonic)
 
     def subscribes(self, topic: str) -> bool:
         if topic in self.subscribed_topics:
@@ -146,8 +146,8 @@ class ConsumerGroup:
 
 class ConsumerGroupCoordinator:
     """ConsumerGroupHeartbeat and ConsumerGroupDescribe, and the checks OffsetCommit makes
-    for consumer-protocol members. `schedule(delay_ms, callback)` runs a session deadline
-    on the broker's timer (the Rust purgatory)."""
+    for consumer-protocol members. `schedule(op)` runs a session deadline on the broker's
+    timer (the Rust purgatory, or `time.purgatory(...)` of a MockTime in tests)."""
 
     def __init__(
         self,
@@ -156,8 +156,10 @@ class ConsumerGroupCoordinator:
         schedule: Callable[[DelayedTimeout], object],
         classic_group_in_use: Callable[[str], bool] = lambda _g: False,
         store: Callable[[str, list[Record]], object] | None = None,
+        time: Time = SYSTEM_TIME,
     ) -> None:
         self.config = config
+        self.time = time  # session deadlines compare heartbeats on this clock
         # Appends records to the group's `__consumer_offsets` partition (None: unit tests).
         self.store = store
         self.topics = topics
@@ -273,7 +275,7 @@ class ConsumerGroupCoordinator:
             self._reconcile(group, member, owned)
             if member.revoking and not revoking_before:
                 scheduled.append(self._revocation_deadline(group, member))
-            member.last_heartbeat = time.monotonic()
+            member.last_heartbeat = self.time.monotonic()
             scheduled.append(self._session_deadline(group, member))
             self._persist(group, member, target_changed=group.assignment_epoch > epoch_before)
             current = frozenset(member.assigned)
@@ -287,7 +289,7 @@ class ConsumerGroupCoordinator:
         return response
 
     def _join(self, group: ConsumerGroup, member_id: str) -> ConsumerMember:
-        member = ConsumerMember(member_id=member_id)
+        member = ConsumerMember(member_id=member_id, last_heartbeat=self.time.monotonic())
         group.members[member_id] = member
         log.info("Member %s joined consumer group %s", member_id, group.group_id)
         self._bump(group)
@@ -302,6 +304,7 @@ class ConsumerGroupCoordinator:
         self._forget_member(group, previous.member_id)
         member = ConsumerMember(
             member_id=member_id,
+            last_heartbeat=self.time.monotonic(),
             instance_id=previous.instance_id,
             subscribed_topics=previous.subscribed_topics,
             subscribed_regex=previous.subscribed_regex,
@@ -419,7 +422,7 @@ class ConsumerGroupCoordinator:
             with group.lock:
                 if group.members.get(member.member_id) is not member:
                     return
-                idle_ms = (time.monotonic() - member.last_heartbeat) * 1000
+                idle_ms = (self.time.monotonic() - member.last_heartbeat) * 1000
                 if idle_ms < self.config.session_timeout_ms:
                     return  # a later heartbeat scheduled its own deadline
                 log.info(
@@ -613,7 +616,9 @@ class ConsumerGroupCoordinator:
     def _load_record(self, group: ConsumerGroup, key: records.Key, value: bytes) -> None:
         def member() -> ConsumerMember:
             mid = key.member_id or ""
-            return group.members.setdefault(mid, ConsumerMember(member_id=mid))
+            return group.members.setdefault(
+                mid, ConsumerMember(member_id=mid, last_heartbeat=self.time.monotonic())
+            )
 
         if key.record_type == records.GROUP_METADATA:
             group.group_epoch = records.read_epoch(value)

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kafkars import _core
+from kafkars.coordinator.clock import SYSTEM_TIME, Time
 from kafkars.coordinator.group.delayed import DelayedJoin, DelayedTimeout, InitialDelayedJoin
 from kafkars.coordinator.group.group_metadata import (
     GroupMetadata,
@@ -25,7 +24,6 @@ from kafkars.coordinator.group.group_metadata import (
     MemberMetadata,
     OffsetAndMetadata,
     ResponseCallback,
-    now_ms,
 )
 from kafkars.coordinator.group.group_metadata_manager import GroupStore
 from kafkars.server.errors import Errors
@@ -91,13 +89,18 @@ def sync_error(error: Errors) -> dict[str, Any]:
 class GroupCoordinator:
     """Every classic group this broker coordinates (a single broker owns them all)."""
 
-    def __init__(self, config: GroupConfig, store: GroupStore | None = None) -> None:
+    def __init__(
+        self, config: GroupConfig, store: GroupStore | None = None, time: Time = SYSTEM_TIME
+    ) -> None:
         self.config = config
         self.store = store or GroupStore()
+        # Every deadline (sessions, rebalances, offset retention) reads this clock, so
+        # tests drive them with a MockTime instead of sleeping.
+        self.time = time
         self._groups: dict[str, GroupMetadata] = {}
         self._groups_lock = threading.Lock()
-        self._join_purgatory = _core.DelayedOperationPurgatory("Rebalance")
-        self._heartbeat_purgatory = _core.DelayedOperationPurgatory("Heartbeat")
+        self._join_purgatory = time.purgatory("Rebalance")
+        self._heartbeat_purgatory = time.purgatory("Heartbeat")
         self._active = True
         self._expiry_stop = threading.Event()
         self._expiry_thread: threading.Thread | None = None
@@ -112,9 +115,10 @@ class GroupCoordinator:
             with self._groups_lock:
                 self._groups.update(loaded)
             for group in loaded.values():
+                group.time = self.time
                 with group.lock:
                     for member in group.members.values():
-                        member.last_heartbeat = time.monotonic()
+                        member.last_heartbeat = self.time.monotonic()
                         self._schedule_heartbeat(group, member, actions)
             self._run(actions)
         if expire_offsets:
@@ -144,7 +148,7 @@ class GroupCoordinator:
         with self._groups_lock:
             group = self._groups.get(group_id)
             if group is None:
-                group = self._groups[group_id] = GroupMetadata(group_id)
+                group = self._groups[group_id] = GroupMetadata(group_id, time=self.time)
             return group
 
     def _remove_group(self, group: GroupMetadata) -> None:
@@ -196,6 +200,7 @@ class GroupCoordinator:
                     session_timeout_ms=session_timeout_ms,
                     protocol_type=protocol_type,
                     supported_protocols=protocols,
+                    last_heartbeat=self.time.monotonic(),
                 )
                 if not member_id:
                     self._join_unknown_member(
@@ -234,7 +239,7 @@ class GroupCoordinator:
             # KIP-394: hand out the id first; the member joins again with it, so a member
             # whose first response is lost never leaves a ghost behind.
             timeout_ms = member.session_timeout_ms
-            group.pending_members[new_id] = time.monotonic() + timeout_ms / 1000
+            group.pending_members[new_id] = self.time.monotonic() + timeout_ms / 1000
             actions.append(lambda: self._schedule_pending_expiry(group, new_id, timeout_ms))
             callback(join_error(new_id, Errors.MEMBER_ID_REQUIRED))
             return
@@ -266,7 +271,7 @@ class GroupCoordinator:
         if not group.supports_protocols(member.protocol_type, member.supported_protocols):
             callback(join_error(member_id, Errors.INCONSISTENT_GROUP_PROTOCOL))
             return
-        existing.last_heartbeat = time.monotonic()
+        existing.last_heartbeat = self.time.monotonic()
         if group.is_(GroupState.PREPARING_REBALANCE):
             self._update_member_and_rebalance(group, existing, member, callback, actions)
         elif group.is_(GroupState.COMPLETING_REBALANCE):
@@ -319,7 +324,7 @@ class GroupCoordinator:
             old_sync(sync_error(Errors.FENCED_INSTANCE_ID))
         existing.awaiting_join = existing.awaiting_sync = None
         member = group.replace_static_member(instance_id, old_id, new_id)
-        member.last_heartbeat = time.monotonic()
+        member.last_heartbeat = self.time.monotonic()
         member.client_id, member.client_host = joining.client_id, joining.client_host
         member.session_timeout_ms = joining.session_timeout_ms
         member.rebalance_timeout_ms = joining.rebalance_timeout_ms
@@ -455,7 +460,7 @@ class GroupCoordinator:
         for member in group.members.values():
             callback, member.awaiting_join = member.awaiting_join, None
             member.is_new = False
-            member.last_heartbeat = time.monotonic()
+            member.last_heartbeat = self.time.monotonic()
             if callback is not None:
                 callback(self._join_response(group, member))
             self._schedule_heartbeat(group, member, actions)
@@ -491,7 +496,7 @@ class GroupCoordinator:
             elif group.is_(GroupState.COMPLETING_REBALANCE):
                 member = group.members[member_id]
                 member.awaiting_sync = callback
-                member.last_heartbeat = time.monotonic()
+                member.last_heartbeat = self.time.monotonic()
                 if group.is_leader(member_id):
                     full = {m: assignments.get(m, b"") for m in group.members}
                     self._store_group(group, full)
@@ -507,7 +512,7 @@ class GroupCoordinator:
                     self._propagate_assignment(group, Errors.NONE)
             elif group.is_(GroupState.STABLE):
                 member = group.members[member_id]
-                member.last_heartbeat = time.monotonic()
+                member.last_heartbeat = self.time.monotonic()
                 callback(self._sync_response(group, member.assignment))
         self._run(actions)
 
@@ -572,7 +577,7 @@ class GroupCoordinator:
             error = self._validate_member(group, member_id, group_instance_id, generation_id)
             if error is not Errors.NONE:
                 return error
-            group.members[member_id].last_heartbeat = time.monotonic()
+            group.members[member_id].last_heartbeat = self.time.monotonic()
             if group.is_(GroupState.PREPARING_REBALANCE):
                 return Errors.REBALANCE_IN_PROGRESS
             return Errors.NONE
@@ -613,7 +618,7 @@ class GroupCoordinator:
         with group.lock:
             if group.members.get(member.member_id) is not member:
                 return  # left, expired or replaced: this deadline is stale
-            now = time.monotonic()
+            now = self.time.monotonic()
             if member.awaiting_join is not None and member.is_new:
                 timeout_ms = NEW_MEMBER_JOIN_TIMEOUT_MS
             elif member.awaiting_join is not None or member.awaiting_sync is not None:
@@ -738,7 +743,7 @@ class GroupCoordinator:
                 error = self._validate_member(group, member_id, group_instance_id, generation_id)
                 if error is not Errors.NONE:
                     return all_(error)
-                group.members[member_id].last_heartbeat = time.monotonic()
+                group.members[member_id].last_heartbeat = self.time.monotonic()
             results: dict[tuple[str, int], Errors] = {}
             accepted: dict[tuple[str, int], OffsetAndMetadata] = {}
             for tp, o in offsets.items():
@@ -792,7 +797,7 @@ class GroupCoordinator:
         """Kafka's offset retention: an Empty group's offsets go `offsets.retention.minutes`
         after it became empty; a simple group's (no protocol) that long after each commit;
         offsets with an explicit expire time at that time. Empty groups without offsets die."""
-        now = now_ms() if now is None else now
+        now = self.time.milliseconds() if now is None else now
         retention = self.config.offsets_retention_ms
         expired_total = 0
         for group in self.groups():

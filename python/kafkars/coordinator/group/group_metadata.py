@@ -13,11 +13,12 @@ States and the transitions Kafka allows (seed 003):
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
+
+from kafkars.coordinator.clock import SYSTEM_TIME, Time
 
 
 class GroupState(Enum):
@@ -39,10 +40,6 @@ _VALID_PREVIOUS: dict[GroupState, frozenset[GroupState]] = {
 }
 
 ResponseCallback = Callable[[dict[str, Any]], None]
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 @dataclass
@@ -73,7 +70,7 @@ class MemberMetadata:
     awaiting_sync: ResponseCallback | None = None
     is_new: bool = False
     # Monotonic time of the last sign of life; the session timeout counts from here.
-    last_heartbeat: float = field(default_factory=time.monotonic)
+    last_heartbeat: float = field(default_factory=SYSTEM_TIME.monotonic)
 
     def protocols_match(self, protocols: list[tuple[str, bytes]]) -> bool:
         return self.supported_protocols == protocols
@@ -92,8 +89,11 @@ class MemberMetadata:
 class GroupMetadata:
     """A group's state. Every read and change happens under `lock`."""
 
-    def __init__(self, group_id: str, state: GroupState = GroupState.EMPTY) -> None:
+    def __init__(
+        self, group_id: str, state: GroupState = GroupState.EMPTY, time: Time = SYSTEM_TIME
+    ) -> None:
         self.group_id = group_id
+        self.time = time
         self.state = state
         self.lock = threading.RLock()
         self.generation_id = 0
@@ -105,7 +105,7 @@ class GroupMetadata:
         self.static_members: dict[str, str] = {}  # group.instance.id -> member id
         self.pending_members: dict[str, float] = {}  # member id -> monotonic deadline
         self.new_member_added = False
-        self.current_state_timestamp: int | None = now_ms()
+        self.current_state_timestamp: int | None = time.milliseconds()
         self.offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
         # The pending rebalance operation (DelayedJoin / InitialDelayedJoin), if any.
         self.join_op: Any = None
@@ -125,7 +125,7 @@ class GroupMetadata:
                 f"{target.value}, but is {self.state.value}"
             )
         self.state = target
-        self.current_state_timestamp = now_ms()
+        self.current_state_timestamp = self.time.milliseconds()
 
     # -- members ----------------------------------------------------------------------------
     def has(self, member_id: str) -> bool:
