@@ -184,6 +184,8 @@ class KafkaServer:
 
         t = started
         refuse_unserved_security_protocols(self.config)
+        # Rust events below the level Python prints are not even formatted.
+        _core.set_rust_log_level(logging.getLogger("kafkars").getEffectiveLevel())
         dirs = self.log_dirs
         for d in dirs:
             Path(d).mkdir(parents=True, exist_ok=True)

@@ -409,8 +409,9 @@ fn decode(
             let body = checked.and_then(|()| batch.records().map_err(|e| e.to_string()));
             let result = body.and_then(|body| {
                 // Decoded in full before any row is added, so a bad record drops its batch.
-                let mut records =
-                    Vec::with_capacity(usize::try_from(batch.records_count()).unwrap_or(0));
+                // The declared count is not trusted yet: a record takes at least one byte.
+                let declared = usize::try_from(batch.records_count()).unwrap_or(0);
+                let mut records = Vec::with_capacity(declared.min(body.body().len()));
                 for record in body.iter() {
                     let r = record.map_err(|e| e.to_string())?;
                     if opts.start_offset.is_some_and(|s| r.offset < s)
@@ -773,8 +774,12 @@ impl ArrowFetcher {
             let size = usize::try_from(i32::from_be_bytes(size)).map_err(|_| {
                 std::io::Error::new(std::io::ErrorKind::InvalidData, "negative size")
             })?;
-            let mut body = vec![0u8; size];
-            stream.read_exact(&mut body)?;
+            // Grows with the bytes that arrive, not with what the size prefix claims.
+            let mut body = Vec::new();
+            Read::take(&mut *stream, size as u64).read_to_end(&mut body)?;
+            if body.len() != size {
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
             Ok(body)
         })();
         if result.is_err() {

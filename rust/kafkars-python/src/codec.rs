@@ -63,7 +63,9 @@ impl PyRecordBatch {
 pub(crate) fn decode_records(py: Python<'_>, batch: &RecordBatch<'_>) -> PyResult<Vec<PyRecord>> {
     let records = batch.records().map_err(record_error)?;
     let bytes = |b: Option<&[u8]>| b.map(|b| PyBytes::new(py, b).unbind());
-    let mut out = Vec::with_capacity(batch.records_count().max(0) as usize);
+    // The declared count is not trusted: a record takes at least one byte.
+    let declared = usize::try_from(batch.records_count()).unwrap_or(0);
+    let mut out = Vec::with_capacity(declared.min(records.body().len()));
     for record in records.iter() {
         let r = record.map_err(record_error)?;
         out.push(PyRecord {

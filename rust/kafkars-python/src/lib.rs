@@ -5,6 +5,7 @@ mod arrow_decode;
 mod codec;
 mod errors;
 mod file_records;
+mod logging;
 mod network;
 mod protocol;
 mod purgatory;
@@ -15,6 +16,7 @@ mod storage;
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    logging::register(m)?;
     errors::register(m)?;
     codec::register(m)?;
     arrow_decode::register(m)?;

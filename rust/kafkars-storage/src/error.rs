@@ -122,6 +122,9 @@ pub enum LogError {
     /// The log was closed or deleted.
     #[error("log {0} is closed")]
     Closed(String),
+    /// An earlier I/O error or panic took the partition offline.
+    #[error("partition {0} is offline after a storage error")]
+    Offline(String),
 }
 
 impl LogError {
@@ -144,7 +147,8 @@ impl LogError {
             LogError::Io { .. }
             | LogError::CorruptIndex { .. }
             | LogError::MalformedFile { .. }
-            | LogError::Closed(_) => KAFKA_STORAGE_ERROR,
+            | LogError::Closed(_)
+            | LogError::Offline(_) => KAFKA_STORAGE_ERROR,
             LogError::InvalidIndexAppend { .. }
             | LogError::DirLocked { .. }
             | LogError::InconsistentBrokerId(_)

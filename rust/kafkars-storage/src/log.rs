@@ -101,6 +101,11 @@ pub struct Log {
     last_flush_ms: AtomicI64,
     pending_deletes: Mutex<Vec<(i64, LogSegment)>>,
     closed: AtomicBool,
+    /// Set after an I/O error or a panic under one of the log's locks: the files or the
+    /// in-memory state may no longer agree, so every later operation answers
+    /// KAFKA_STORAGE_ERROR instead of serving or extending them (Kafka takes the log
+    /// dir offline; here only this partition goes).
+    offline: AtomicBool,
 }
 
 /// Wrapper so `LogState` can stay private while `Log` derives Debug.
@@ -223,6 +228,7 @@ impl Log {
             last_flush_ms: AtomicI64::new(now),
             pending_deletes: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
+            offline: AtomicBool::new(false),
         };
         Ok((Arc::new(log), loaded.stats))
     }
@@ -239,7 +245,34 @@ impl Log {
         if self.closed.load(Ordering::Acquire) {
             return Err(LogError::Closed(self.tp.to_string()));
         }
+        // A panic while a lock was held leaves state half-updated.
+        if self.state.is_poisoned() || self.leo_metadata.is_poisoned() {
+            self.mark_offline("a lock was poisoned by a panic");
+        }
+        if self.offline.load(Ordering::Acquire) {
+            return Err(LogError::Offline(self.tp.to_string()));
+        }
         Ok(())
+    }
+
+    /// Takes the partition offline (see `offline`); logged once.
+    fn mark_offline(&self, reason: &str) {
+        if !self.offline.swap(true, Ordering::AcqRel) {
+            tracing::error!(partition = %self.tp, reason, "partition taken offline");
+        }
+    }
+
+    /// Passes `result` through, taking the partition offline on an I/O error.
+    fn offline_on_io_error<T>(&self, result: Result<T>) -> Result<T> {
+        if let Err(e @ LogError::Io { .. }) = &result {
+            self.mark_offline(&e.to_string());
+        }
+        result
+    }
+
+    /// Whether an I/O error or a panic took this partition offline.
+    pub fn is_offline(&self) -> bool {
+        self.offline.load(Ordering::Acquire)
     }
 
     /// The partition.
@@ -348,6 +381,15 @@ impl Log {
     }
 
     fn append(&self, records: &mut [u8], leader_epoch: Option<i32>) -> Result<LogAppendInfo> {
+        let result = self.append_locked(records, leader_epoch);
+        self.offline_on_io_error(result)
+    }
+
+    fn append_locked(
+        &self,
+        records: &mut [u8],
+        leader_epoch: Option<i32>,
+    ) -> Result<LogAppendInfo> {
         let mut guard = self.write_state();
         // Checked under the lock so no append slips in after close().
         self.check_open()?;
@@ -579,6 +621,11 @@ impl Log {
 
     /// Starts a new active segment at the log end offset (no-op if the active one is empty).
     pub fn roll(&self) -> Result<()> {
+        let result = self.roll_unguarded();
+        self.offline_on_io_error(result)
+    }
+
+    fn roll_unguarded(&self) -> Result<()> {
         self.check_open()?;
         let mut guard = self.write_state();
         let now = self.clock.now_ms();
@@ -630,6 +677,22 @@ impl Log {
     /// (the high watermark for consumers, LEO for replicas). The result is a file
     /// slice starting at the batch that holds `fetch_offset`.
     pub fn read(
+        &self,
+        fetch_offset: i64,
+        max_bytes: u32,
+        isolation_upper_bound: i64,
+        min_one_message: bool,
+    ) -> Result<FetchDataInfo> {
+        let result = self.read_unguarded(
+            fetch_offset,
+            max_bytes,
+            isolation_upper_bound,
+            min_one_message,
+        );
+        self.offline_on_io_error(result)
+    }
+
+    fn read_unguarded(
         &self,
         fetch_offset: i64,
         max_bytes: u32,
@@ -738,6 +801,12 @@ impl Log {
     /// Fsyncs every segment holding offsets in `[recovery point, offset)` and moves the
     /// recovery point to `offset`. The fsyncs run without the log's lock.
     pub fn flush(&self, offset: i64) -> Result<()> {
+        // A failed fsync leaves unknown data on disk (Kafka halts the log dir).
+        let result = self.flush_unguarded(offset);
+        self.offline_on_io_error(result)
+    }
+
+    fn flush_unguarded(&self, offset: i64) -> Result<()> {
         let offset = offset.min(self.log_end_offset());
         let rp = self.recovery_point();
         if offset <= rp {

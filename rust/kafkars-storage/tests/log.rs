@@ -445,3 +445,40 @@ fn retention_by_time_and_size() {
         log.log_start_offset()
     );
 }
+
+#[test]
+fn io_error_takes_only_that_partition_offline() {
+    let root = tempfile::tempdir().unwrap();
+    let clock = Arc::new(MockClock::new(1_000));
+    let broken_dir = root.path().join("t-0");
+    let broken = open(&broken_dir, small_config(), true, 0, &clock);
+    let healthy = open(&root.path().join("u-0"), small_config(), true, 0, &clock);
+    broken
+        .append_as_leader(&mut batch(3, 1_000, 10), 0)
+        .unwrap();
+    // The directory disappears under the log (a failed disk, an operator's rm -rf):
+    // rolling cannot create the next segment.
+    std::fs::remove_dir_all(&broken_dir).unwrap();
+    let err = broken.roll().unwrap_err();
+    assert!(matches!(err, LogError::Io { .. }), "{err}");
+    assert!(broken.is_offline());
+    // Every later operation answers KAFKA_STORAGE_ERROR rather than touching the files.
+    let err = broken
+        .append_as_leader(&mut batch(1, 1_000, 10), 0)
+        .unwrap_err();
+    assert!(matches!(err, LogError::Offline(_)), "{err}");
+    assert_eq!(err.kafka_error_code(), 56);
+    assert_eq!(
+        broken
+            .read(0, 1 << 20, 3, true)
+            .unwrap_err()
+            .kafka_error_code(),
+        56
+    );
+    // The other partition goes on.
+    healthy
+        .append_as_leader(&mut batch(2, 1_000, 10), 0)
+        .unwrap();
+    assert!(!healthy.is_offline());
+    assert_eq!(healthy.log_end_offset(), 2);
+}

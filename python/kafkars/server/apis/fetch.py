@@ -95,7 +95,13 @@ def read_plan(server: KafkaServer, plan: FetchPlan) -> tuple[list[dict[str, Any]
             limit = min(p["partition_max_bytes"], remaining)
             # Kafka returns at least one whole batch for the first partition with data, even
             # past max_bytes, so a consumer can always make progress.
-            records = log.read(offset, max(limit, 0), hw, total == 0)
+            try:
+                records = log.read(offset, max(limit, 0), hw, total == 0)
+            except _core.LogError as e:
+                # An offline partition (KAFKA_STORAGE_ERROR) fails alone.
+                out.append(_error_partition(index, Errors(e.args[0])))
+                had_error = True
+                continue
             size = len(records)
             total += size
             remaining = max(remaining - size, 0)
