@@ -29,10 +29,10 @@ dev: venv ## build the Rust core (release), install kafkars (with its extras) an
 run: dev ## start one broker on 127.0.0.1:9092 with data in ./kafkars-data
 	$(VENV)/bin/kafkars-server-start $(ARGS)
 
-test: system-deps dev test-rust test-python ## run every test (what CI runs)
+test: system-deps dev lint test-rust test-python ## lint, then every test (what CI runs)
 
-test-rust: ## Rust unit and property tests
-	cargo test --workspace --exclude kafkars-python -q
+test-rust: ## Rust unit and property tests (the whole workspace, the PyO3 crate too)
+	cargo test --workspace --locked -q
 
 test-python: ## Python tests against real brokers and clients
 	$(PY) -m pytest -q

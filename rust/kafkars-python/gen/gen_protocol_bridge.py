@@ -16,7 +16,10 @@ at which a field exists are read off kafka-protocol's `impl Encodable` bodies (s
 
 Usage (from anywhere inside the repository):
 
-    python3 rust/kafkars-python/gen/gen_protocol_bridge.py
+    python3 rust/kafkars-python/gen/gen_protocol_bridge.py [--check]
+
+`--check` writes nothing and exits 1 when the committed file differs from what would
+be generated (CI runs it, so the bridge cannot drift from the crate it is built on).
 
 Stdlib only. Fails loudly on any field type, and any statement or condition in an
 `encode` body, it does not know, so a kafka-protocol upgrade cannot silently drop
@@ -672,8 +675,20 @@ def main() -> None:
         local.setdefault(s.module, set()).add(s.name)
     sanitized = response_structs(structs, responses)
     out.extend(emit_for_version(s, local[s.module]) for s in sanitized)
-    OUTPUT.write_text("".join(out))
-    subprocess.run(["rustfmt", "--edition", "2024", str(OUTPUT)], check=False)
+    check = "--check" in sys.argv[1:]
+    target = OUTPUT.with_suffix(".rs.check") if check else OUTPUT
+    target.write_text("".join(out))
+    subprocess.run(["rustfmt", "--edition", "2024", str(target)], check=False)
+    if check:
+        fresh = target.read_text()
+        target.unlink()
+        if fresh != OUTPUT.read_text():
+            sys.exit(
+                f"{OUTPUT.relative_to(CRATE_DIR.parent.parent)} is out of date: run "
+                "python3 rust/kafkars-python/gen/gen_protocol_bridge.py"
+            )
+        print(f"{OUTPUT.relative_to(CRATE_DIR.parent.parent)} is up to date")
+        return
     if NEVER_WRITTEN:
         print("fields no encodable version writes:", ", ".join(NEVER_WRITTEN))
     print(
