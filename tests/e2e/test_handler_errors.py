@@ -67,6 +67,16 @@ def test_raising_handler_answers_error_response_and_connection_stays(
         conn.close()
 
 
+def test_response_that_does_not_encode_answers_error_response(embedded: Broker) -> None:
+    """A handler's response the codec cannot encode is replaced by the error response."""
+    embedded._server.apis.handlers[ApiKey.METADATA] = lambda server, request: {"topics": "oops"}
+    with RawConnection(embedded) as conn:
+        failed = conn.call(metadata_request("a"), MetadataResponse, 8)
+        assert [(t.name, t.error_code) for t in failed.topics] == [("a", -1)]
+        versions = conn.call(ApiVersionsRequest(version=0), ApiVersionsResponse, 0)
+        assert versions.error_code == 0
+
+
 def test_admin_client_sees_unknown_server_error_and_carries_on(embedded: Broker) -> None:
     embedded._server.apis.handlers[ApiKey.DESCRIBE_CONFIGS] = boom
     admin = AdminClient({"bootstrap.servers": embedded.bootstrap_servers})
