@@ -635,3 +635,19 @@ def test_embedded_broker_style_config() -> None:
     assert config.zookeeper_connection_timeout_ms == 18000
     props = KafkaConfig.from_properties_string("broker.id=4\n", {"broker.rack": "r1"})
     assert (props.broker_id, props.get("broker.rack")) == (4, "r1")
+
+
+def test_describe_broker_read_only_as_kafka_reports_it() -> None:
+    """read_only is Kafka's `!AllDynamicConfigs.contains(name)`: a dynamic-only broker
+    config (a replication throttle rate), set dynamically, still reports read_only=true,
+    with its type known; dynamic KafkaConfig keys report false, static ones true."""
+    config = KafkaConfig.from_dict({})
+    entries = _by_name(
+        describe_broker(config, {"leader.replication.throttled.rate": "100"}, per_broker=True)
+    )
+    rate = entries["leader.replication.throttled.rate"]
+    assert (rate.value, rate.source) == ("100", ConfigSource.DYNAMIC_BROKER_CONFIG)
+    assert rate.read_only and rate.config_type is ConfigType.LONG and not rate.is_sensitive
+    assert not entries["log.retention.ms"].read_only
+    assert not entries["num.io.threads"].read_only
+    assert entries["log.dirs"].read_only and entries["broker.id"].read_only

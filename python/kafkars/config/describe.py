@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafkars.config.broker import LISTENER_PREFIX_RE, KafkaConfig, config_key
-from kafkars.config.broker_defs import BROKER_CONFIG_DEF, BROKER_DYNAMIC_ONLY_DEF
+from kafkars.config.broker_defs import BROKER_CONFIG_DEF
 from kafkars.config.definition import ConfigType, UpdateMode, to_string
 from kafkars.config.topic import TOPIC_CONFIG_DEF, TOPIC_SYNONYMS, LogConfig
 
@@ -162,8 +162,11 @@ def describe_broker(
             synonyms = [
                 s for s in synonyms if s.source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
             ]
-        dyn_key = BROKER_CONFIG_DEF.get(name) or BROKER_DYNAMIC_ONLY_DEF.get(name)
-        read_only = dyn_key is None or dyn_key.update_mode is UpdateMode.READ_ONLY
+        # Kafka's `!DynamicBrokerConfig.AllDynamicConfigs.contains(name)`: only KafkaConfig
+        # keys can be dynamic here; the dynamic-only broker configs (replication throttle
+        # rates) and listener-prefixed names report read_only=true, as Kafka does.
+        key = BROKER_CONFIG_DEF.get(name)
+        read_only = key is None or key.update_mode is UpdateMode.READ_ONLY
         entries.append(
             ConfigEntry(
                 name=name,
