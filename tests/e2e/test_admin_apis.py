@@ -159,3 +159,36 @@ def test_list_groups_filters_by_state_and_type(broker: Broker, topic: str) -> No
     finally:
         c1.close()
         c2.close()
+
+
+def test_list_offsets_duplicates_and_unknown_topics(broker: Broker, topic: str) -> None:
+    """A partition named twice gets INVALID_REQUEST (both times); an unknown topic asked
+    with a timestamp its version cannot carry gets UNSUPPORTED_VERSION, as Kafka checks
+    the timestamp before the partition."""
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+    admin.create_topics([NewTopic(topic, 2, 1)])
+    admin.close()
+    version = 8
+    part = ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition
+
+    def ask(name: str, *partitions: tuple[int, int]) -> list[tuple[int, int]]:
+        request = ListOffsetsRequest(
+            version=version,
+            replica_id=-1,
+            topics=[
+                ListOffsetsRequest.ListOffsetsTopic(
+                    version=version,
+                    name=name,
+                    partitions=[
+                        part(version=version, partition_index=i, timestamp=ts)
+                        for i, ts in partitions
+                    ],
+                )
+            ],
+        )
+        with RawConnection(broker) as conn:
+            [t] = conn.call(request, ListOffsetsResponse, version).topics
+        return [(p.partition_index, p.error_code) for p in t.partitions]
+
+    assert ask(topic, (0, -1), (1, -1), (0, -2)) == [(0, 42), (1, 0), (0, 42)]
+    assert ask("no-such-topic-" + topic, (0, -5), (1, -1)) == [(0, 35), (1, 3)]

@@ -29,21 +29,23 @@ def timestamp_unsupported(timestamp: int, version: int) -> bool:
     return timestamp < 0 and version < TIMESTAMP_MIN_VERSION.get(timestamp, 2**15)
 
 
+def _error(index: int, error: Errors) -> dict[str, Any]:
+    return {"partition_index": index, "error_code": int(error), "timestamp": -1, "offset": -1}
+
+
 def _lookup(
     server: KafkaServer, topic: str, p: dict[str, Any], committed: bool, version: int
 ) -> dict[str, Any]:
     index = p["partition_index"]
+    # ReplicaManager.fetchOffset's order: the timestamp's version check comes before the
+    # partition lookup, so an unknown topic asked with an unsupported timestamp gets
+    # UNSUPPORTED_VERSION.
     if timestamp_unsupported(p["timestamp"], version):
-        return {
-            "partition_index": index,
-            "error_code": int(Errors.UNSUPPORTED_VERSION),
-            "timestamp": -1,
-            "offset": -1,
-        }
+        return _error(index, Errors.UNSUPPORTED_VERSION)
     try:
         partition = server.replica_manager.get_partition(topic, index)
     except KafkaError as e:
-        return {"partition_index": index, "error_code": int(e.code), "timestamp": -1, "offset": -1}
+        return _error(index, e.code)
     log = partition.log
     target = p["timestamp"]
     if target == LATEST:
@@ -76,22 +78,21 @@ def _lookup(
 def handle_list_offsets(server: KafkaServer, request: Any) -> dict[str, Any]:
     body = request.body
     committed = body.get("isolation_level", 0) == 1
+    # A partition named twice is answered INVALID_REQUEST each time, as Kafka does.
+    seen: set[tuple[str, int]] = set()
+    duplicates: set[tuple[str, int]] = set()
+    for t in body["topics"]:
+        for p in t["partitions"]:
+            tp = (t["name"], p["partition_index"])
+            (duplicates if tp in seen else seen).add(tp)
     topics = []
     for t in body["topics"]:
         name = t["name"]
-        if server.metadata.get(name) is None:
-            partitions = [
-                {
-                    "partition_index": p["partition_index"],
-                    "error_code": int(Errors.UNKNOWN_TOPIC_OR_PARTITION),
-                    "timestamp": -1,
-                    "offset": -1,
-                }
-                for p in t["partitions"]
-            ]
-        else:
-            partitions = [
-                _lookup(server, name, p, committed, request.api_version) for p in t["partitions"]
-            ]
+        partitions = []
+        for p in t["partitions"]:
+            if (name, p["partition_index"]) in duplicates:
+                partitions.append(_error(p["partition_index"], Errors.INVALID_REQUEST))
+            else:
+                partitions.append(_lookup(server, name, p, committed, request.api_version))
         topics.append({"name": name, "partitions": partitions})
     return {"topics": topics, "throttle_time_ms": 0}
