@@ -258,6 +258,17 @@ class SocketServer:
 
 class _Protocol:
     def decode_request(self, api_key: int, api_version: int, body: bytes) -> dict[str, Any]: ...
+    def encode_request(
+        self,
+        api_key: int,
+        api_version: int,
+        correlation_id: int,
+        client_id: str | None,
+        request: Mapping[str, Any],
+    ) -> bytes: ...
+    def decode_response(
+        self, api_key: int, api_version: int, correlation_id: int, frame: bytes
+    ) -> dict[str, Any]: ...
     def encode_response(
         self, api_key: int, api_version: int, response: Mapping[str, Any]
     ) -> bytes: ...

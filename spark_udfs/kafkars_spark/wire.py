@@ -1,8 +1,9 @@
 """A minimal Kafka client for the Spark readers. Metadata and ListOffsets (planning, on
-the driver) are plain sockets and `struct`; Fetch is `kafkars._core.ArrowFetcher`, which
-sends the request, reads the response and decodes its record batches into Arrow in Rust
-with the GIL released, so record bytes go from the socket to the decoder without
-becoming Python objects.
+the driver) are encoded and decoded by the broker's own codec (`kafkars._core.protocol`,
+kafka-protocol's messages); Fetch is `kafkars._core.ArrowFetcher`, which sends the
+request, reads the response and decodes its record batches into Arrow in Rust with the
+GIL released, so record bytes go from the socket to the decoder without becoming
+Python objects.
 
 No threads, nothing started at import: Spark executors fork their Python workers, and
 each read task opens and closes its own connections.
@@ -48,52 +49,6 @@ class KafkaError(Exception):
         return int(self.args[0])
 
 
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.pos = 0
-
-    def _take(self, fmt: str) -> int:
-        (v,) = struct.unpack_from(fmt, self.data, self.pos)
-        self.pos += struct.calcsize(fmt)
-        return int(v)
-
-    def i8(self) -> int:
-        return self._take(">b")
-
-    def i16(self) -> int:
-        return self._take(">h")
-
-    def i32(self) -> int:
-        return self._take(">i")
-
-    def i64(self) -> int:
-        return self._take(">q")
-
-    def string(self) -> str | None:
-        n = self.i16()
-        if n < 0:
-            return None
-        s = self.data[self.pos : self.pos + n].decode()
-        self.pos += n
-        return s
-
-    def bytes_(self) -> bytes | None:
-        n = self.i32()
-        if n < 0:
-            return None
-        b = self.data[self.pos : self.pos + n]
-        self.pos += n
-        return b
-
-
-def _str(s: str | None) -> bytes:
-    if s is None:
-        return struct.pack(">h", -1)
-    b = s.encode()
-    return struct.pack(">h", len(b)) + b
-
-
 @dataclass
 class PartitionInfo:
     topic: str
@@ -124,31 +79,36 @@ class Connection:
     _sock: socket.socket | None = field(default=None, repr=False)
     _correlation: int = 0
 
-    def request(self, api_key: int, version: int, body: bytes) -> _Reader:
+    def request(self, api_key: int, version: int, body: dict[str, Any]) -> dict[str, Any]:
+        """Sends one request and returns its response, both as the codec's dicts."""
         if self._sock is None:
             self._sock = socket.create_connection((self.host, self.port), timeout=self.timeout)
             self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._correlation += 1
-        header = struct.pack(">hhi", api_key, version, self._correlation) + _str(self.client_id)
-        msg = header + body
-        self._sock.sendall(struct.pack(">i", len(msg)) + msg)
+        codec = _core.protocol
+        frame = codec.encode_request(api_key, version, self._correlation, self.client_id, body)
+        self._sock.sendall(frame)
         size = struct.unpack(">i", self._recv(4))[0]
-        r = _Reader(self._recv(size))
-        if r.i32() != self._correlation:
-            raise KafkaError(Errors.UNKNOWN_SERVER_ERROR, "correlation id mismatch")
-        return r
+        if size < 0:
+            raise KafkaError(Errors.CORRUPT_MESSAGE, f"negative response size {size}")
+        try:
+            return codec.decode_response(api_key, version, self._correlation, self._recv(size))
+        except ValueError as e:
+            self.close()
+            raise KafkaError(Errors.CORRUPT_MESSAGE, str(e)) from None
 
     def _recv(self, n: int) -> bytes:
         assert self._sock is not None
-        buf = bytearray(n)
-        view = memoryview(buf)
+        # Grows with the bytes that arrive, not with what a size prefix claims.
+        chunks = []
         got = 0
         while got < n:
-            k = self._sock.recv_into(view[got:], n - got)
-            if k == 0:
+            chunk = self._sock.recv(min(n - got, 1 << 20))
+            if not chunk:
                 raise ConnectionError(f"{self.host}:{self.port} closed the connection")
-            got += k
-        return bytes(buf)
+            chunks.append(chunk)
+            got += len(chunk)
+        return b"".join(chunks)
 
     def close(self) -> None:
         if self._sock is not None:
@@ -189,28 +149,19 @@ class KafkaClient:
 
     def metadata(self, topics: list[str] | None = None) -> dict[str, list[PartitionInfo]]:
         """Partitions per topic (all topics when `topics` is None); Metadata v1."""
-        if topics is None:
-            body = struct.pack(">i", -1)
-        else:
-            body = struct.pack(">i", len(topics)) + b"".join(_str(t) for t in topics)
-        r = self._any().request(_METADATA, 1, body)
-        for _ in range(r.i32()):
-            node, host, port = r.i32(), r.string(), r.i32()
-            r.string()  # rack
-            self.brokers[node] = (host or "", port)
-        r.i32()  # controller
+        wanted = None if topics is None else [{"name": t} for t in topics]
+        r = self._any().request(_METADATA, 1, {"topics": wanted})
+        for b in r["brokers"]:
+            self.brokers[b["node_id"]] = (b["host"], b["port"])
         out: dict[str, list[PartitionInfo]] = {}
-        for _ in range(r.i32()):
-            err, name = r.i16(), r.string() or ""
-            r.i8()  # is_internal
+        for t in r["topics"]:
+            err, name = t["error_code"], t["name"] or ""
             parts = []
-            for _ in range(r.i32()):
-                perr, p, leader = r.i16(), r.i32(), r.i32()
-                for _ in range(2):  # replicas, isr
-                    for _ in range(r.i32()):
-                        r.i32()
-                parts.append(PartitionInfo(name, p, leader, perr))
-                self.leaders[(name, p)] = leader
+            for p in t["partitions"]:
+                parts.append(
+                    PartitionInfo(name, p["partition_index"], p["leader_id"], p["error_code"])
+                )
+                self.leaders[(name, p["partition_index"])] = p["leader_id"]
             if err == 0 or parts:
                 out[name] = sorted(parts, key=lambda x: x.partition)
             elif err != Errors.UNKNOWN_TOPIC_OR_PARTITION:  # an unknown topic is left out
@@ -238,20 +189,24 @@ class KafkaClient:
             topics: dict[str, list[tuple[int, int]]] = {}
             for (t, p), ts in reqs.items():
                 topics.setdefault(t, []).append((p, ts))
-            body = struct.pack(">ii", -1, len(topics))
-            for t, ps in topics.items():
-                body += _str(t) + struct.pack(">i", len(ps))
-                body += b"".join(struct.pack(">iq", p, ts) for p, ts in ps)
+            body = {
+                "replica_id": -1,
+                "topics": [
+                    {
+                        "name": t,
+                        "partitions": [{"partition_index": p, "timestamp": ts} for p, ts in ps],
+                    }
+                    for t, ps in topics.items()
+                ],
+            }
             r = self._conn(addr).request(_LIST_OFFSETS, 1, body)
-            for _ in range(r.i32()):
-                t = r.string() or ""
-                for _ in range(r.i32()):
-                    p, err = r.i32(), r.i16()
-                    r.i64()  # timestamp
-                    off = r.i64()
-                    if err:
-                        raise KafkaError(err, f"ListOffsets {t}-{p}")
-                    out[(t, p)] = off
+            for t in r["topics"]:
+                for p in t["partitions"]:
+                    if p["error_code"]:
+                        raise KafkaError(
+                            p["error_code"], f"ListOffsets {t['name']}-{p['partition_index']}"
+                        )
+                    out[(t["name"], p["partition_index"])] = p["offset"]
         return out
 
     def fetch(

@@ -532,6 +532,13 @@ def emit_dispatch(requests, responses, api_keys) -> str:
     from_arms = "\n".join(
         f"        ApiKey::{k} => ResponseKind::{k}(FromPy::from_py(obj)?)," for k in api_keys
     )
+    req_variants = {v for v, _ in requests}
+    missing = [k for k in api_keys if k not in req_variants]
+    if missing:
+        sys.exit(f"gen_protocol_bridge: ApiKeys without a RequestKind variant: {missing}")
+    req_from_arms = "\n".join(
+        f"        ApiKey::{k} => RequestKind::{k}(FromPy::from_py(obj)?)," for k in api_keys
+    )
     enc_arms = "\n".join(
         f"        ResponseKind::{v}(x) => Encodable::encode(x, buf, version)," for v, _ in responses
     )
@@ -576,6 +583,14 @@ pub(crate) fn response_to_py<'py>(
 pub(crate) fn response_from_py(api_key: ApiKey, obj: &Bound<'_, PyAny>) -> PyResult<ResponseKind> {{
     Ok(match api_key {{
 {from_arms}
+    }})
+}}
+
+/// Build a request for `api_key` from a dict (see `FromPy`): the client side, for the
+/// Spark reader and tools.
+pub(crate) fn request_from_py(api_key: ApiKey, obj: &Bound<'_, PyAny>) -> PyResult<RequestKind> {{
+    Ok(match api_key {{
+{req_from_arms}
     }})
 }}
 

@@ -23,7 +23,10 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyString};
 
+use kafka_protocol::messages::{ApiKey, ResponseKind};
+
 use crate::errors::CorruptRecordError;
+use crate::protocol::client;
 
 /// The binary column of raw batches: Spark sends `binary`, other producers may use
 /// `large_binary`.
@@ -625,55 +628,10 @@ struct FetchedHeader {
     records: std::ops::Range<usize>,
 }
 
-/// A cursor over a response body that fails instead of panicking on short input.
-struct Cursor<'a> {
-    buf: &'a [u8],
-    pos: usize,
-}
+/// The Fetch version the reader speaks: read_uncommitted, with log start offsets.
+const FETCH_VERSION: i16 = 5;
 
-impl<'a> Cursor<'a> {
-    fn take(&mut self, n: usize) -> std::io::Result<&'a [u8]> {
-        let end = self.pos.checked_add(n).filter(|&e| e <= self.buf.len());
-        let Some(end) = end else {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                "short Fetch response",
-            ));
-        };
-        let out = &self.buf[self.pos..end];
-        self.pos = end;
-        Ok(out)
-    }
-    fn i16(&mut self) -> std::io::Result<i16> {
-        let b = self.take(2)?;
-        Ok(i16::from_be_bytes([b[0], b[1]]))
-    }
-    fn i32(&mut self) -> std::io::Result<i32> {
-        let b = self.take(4)?;
-        Ok(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-    }
-    fn i64(&mut self) -> std::io::Result<i64> {
-        let b = self.take(8)?;
-        let mut a = [0u8; 8];
-        a.copy_from_slice(b);
-        Ok(i64::from_be_bytes(a))
-    }
-    fn skip_string(&mut self) -> std::io::Result<()> {
-        let n = self.i16()?;
-        self.take(usize::try_from(n).unwrap_or(0))?;
-        Ok(())
-    }
-}
-
-fn put_string(out: &mut Vec<u8>, s: &str) -> std::io::Result<()> {
-    let n = i16::try_from(s.len())
-        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "name too long"))?;
-    out.extend_from_slice(&n.to_be_bytes());
-    out.extend_from_slice(s.as_bytes());
-    Ok(())
-}
-
-/// Fetch v5 (read_uncommitted) of one partition from `offset`.
+/// A Fetch (read_uncommitted) of one partition from `offset`, framed.
 fn fetch_request(
     correlation: i32,
     topic: &str,
@@ -681,62 +639,73 @@ fn fetch_request(
     offset: i64,
     max_bytes: i32,
     max_wait_ms: i32,
-) -> std::io::Result<Vec<u8>> {
-    let mut m = Vec::with_capacity(64 + topic.len());
-    m.extend_from_slice(&[0, 0, 0, 0]); // size, filled in below
-    m.extend_from_slice(&1i16.to_be_bytes()); // api key: Fetch
-    m.extend_from_slice(&5i16.to_be_bytes()); // version
-    m.extend_from_slice(&correlation.to_be_bytes());
-    put_string(&mut m, "kafkars-spark")?;
-    m.extend_from_slice(&(-1i32).to_be_bytes()); // replica id
-    m.extend_from_slice(&max_wait_ms.to_be_bytes());
-    m.extend_from_slice(&1i32.to_be_bytes()); // min bytes
-    m.extend_from_slice(&max_bytes.to_be_bytes());
-    m.push(0); // isolation level
-    m.extend_from_slice(&1i32.to_be_bytes());
-    put_string(&mut m, topic)?;
-    m.extend_from_slice(&1i32.to_be_bytes());
-    m.extend_from_slice(&partition.to_be_bytes());
-    m.extend_from_slice(&offset.to_be_bytes());
-    m.extend_from_slice(&(-1i64).to_be_bytes()); // log start offset (consumers: -1)
-    m.extend_from_slice(&max_bytes.to_be_bytes());
-    let size = i32::try_from(m.len() - 4).unwrap_or(i32::MAX);
-    m[..4].copy_from_slice(&size.to_be_bytes());
-    Ok(m)
+) -> std::io::Result<bytes::BytesMut> {
+    use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+    use kafka_protocol::messages::{BrokerId, FetchRequest, RequestKind, TopicName};
+    use kafka_protocol::protocol::StrBytes;
+    let request = FetchRequest::default()
+        .with_replica_id(BrokerId(-1))
+        .with_max_wait_ms(max_wait_ms)
+        .with_min_bytes(1)
+        .with_max_bytes(max_bytes)
+        .with_isolation_level(0)
+        .with_topics(vec![
+            FetchTopic::default()
+                .with_topic(TopicName(StrBytes::from_string(topic.to_owned())))
+                .with_partitions(vec![
+                    FetchPartition::default()
+                        .with_partition(partition)
+                        .with_fetch_offset(offset)
+                        .with_log_start_offset(-1)
+                        .with_partition_max_bytes(max_bytes),
+                ]),
+        ]);
+    client::frame_request(
+        &RequestKind::Fetch(request),
+        ApiKey::Fetch,
+        FETCH_VERSION,
+        correlation,
+        Some("kafkars-spark"),
+    )
+    .map_err(std::io::Error::other)
 }
 
-/// Reads a Fetch v5 response body (after the size) for `partition`.
-fn parse_fetch(body: &[u8], correlation: i32, partition: i32) -> std::io::Result<FetchedHeader> {
-    let bad = |m: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, m.to_owned());
-    let mut c = Cursor { buf: body, pos: 0 };
-    if c.i32()? != correlation {
-        return Err(bad("correlation id mismatch"));
-    }
-    c.i32()?; // throttle time
-    for _ in 0..c.i32()? {
-        c.skip_string()?;
-        for _ in 0..c.i32()? {
-            let p = c.i32()?;
-            let error = c.i16()?;
-            let high_watermark = c.i64()?;
-            c.i64()?; // last stable offset
-            let log_start_offset = c.i64()?;
-            let aborted = c.i32()?;
-            c.take(usize::try_from(aborted).unwrap_or(0).saturating_mul(16))?;
-            let n = usize::try_from(c.i32()?).unwrap_or(0);
-            let start = c.pos;
-            c.take(n)?;
-            if p == partition {
-                return Ok(FetchedHeader {
-                    error,
-                    high_watermark,
-                    log_start_offset,
-                    records: start..start + n,
-                });
-            }
+/// Reads a Fetch response frame (after the size) for `partition`. The records are
+/// located inside `body`, so they can be decoded where they are.
+fn parse_fetch(
+    body: &bytes::Bytes,
+    correlation: i32,
+    partition: i32,
+) -> std::io::Result<FetchedHeader> {
+    let bad = |m: String| std::io::Error::new(std::io::ErrorKind::InvalidData, m);
+    let response = client::parse_response(body.clone(), ApiKey::Fetch, FETCH_VERSION, correlation)
+        .map_err(|e| bad(e.to_string()))?;
+    let ResponseKind::Fetch(response) = response else {
+        return Err(bad("not a Fetch response".into()));
+    };
+    let found = response
+        .responses
+        .iter()
+        .flat_map(|t| t.partitions.iter())
+        .find(|p| p.partition_index == partition)
+        .ok_or_else(|| bad("no fetch response for the partition".into()))?;
+    // Decoded records are slices of `body`: find where.
+    let records = match &found.records {
+        Some(r) if !r.is_empty() => {
+            let start = (r.as_ptr() as usize)
+                .checked_sub(body.as_ptr() as usize)
+                .filter(|s| s + r.len() <= body.len())
+                .ok_or_else(|| bad("records outside the response".into()))?;
+            start..start + r.len()
         }
-    }
-    Err(bad("no fetch response for the partition"))
+        _ => 0..0,
+    };
+    Ok(FetchedHeader {
+        error: found.error_code,
+        high_watermark: found.high_watermark,
+        log_start_offset: found.log_start_offset,
+        records,
+    })
 }
 
 /// A connection to one broker that fetches a partition and decodes what comes back in
@@ -854,8 +823,10 @@ impl ArrowFetcher {
                 max_bytes,
                 max_wait_ms,
             )?;
-            let body = self.round_trip(&request)?;
+            let body = bytes::Bytes::from(self.round_trip(&request)?);
             let head = parse_fetch(&body, correlation, partition)?;
+            // Unique again once the decoded response is gone: back to a Vec, no copy.
+            let body = Vec::from(body);
             let mut next = None;
             for b in batches(&body[head.records.clone()]) {
                 match b {

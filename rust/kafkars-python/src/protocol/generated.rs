@@ -340,6 +340,130 @@ pub(crate) fn response_from_py(api_key: ApiKey, obj: &Bound<'_, PyAny>) -> PyRes
     })
 }
 
+/// Build a request for `api_key` from a dict (see `FromPy`): the client side, for the
+/// Spark reader and tools.
+pub(crate) fn request_from_py(api_key: ApiKey, obj: &Bound<'_, PyAny>) -> PyResult<RequestKind> {
+    Ok(match api_key {
+        ApiKey::Produce => RequestKind::Produce(FromPy::from_py(obj)?),
+        ApiKey::Fetch => RequestKind::Fetch(FromPy::from_py(obj)?),
+        ApiKey::ListOffsets => RequestKind::ListOffsets(FromPy::from_py(obj)?),
+        ApiKey::Metadata => RequestKind::Metadata(FromPy::from_py(obj)?),
+        ApiKey::OffsetCommit => RequestKind::OffsetCommit(FromPy::from_py(obj)?),
+        ApiKey::OffsetFetch => RequestKind::OffsetFetch(FromPy::from_py(obj)?),
+        ApiKey::FindCoordinator => RequestKind::FindCoordinator(FromPy::from_py(obj)?),
+        ApiKey::JoinGroup => RequestKind::JoinGroup(FromPy::from_py(obj)?),
+        ApiKey::Heartbeat => RequestKind::Heartbeat(FromPy::from_py(obj)?),
+        ApiKey::LeaveGroup => RequestKind::LeaveGroup(FromPy::from_py(obj)?),
+        ApiKey::SyncGroup => RequestKind::SyncGroup(FromPy::from_py(obj)?),
+        ApiKey::DescribeGroups => RequestKind::DescribeGroups(FromPy::from_py(obj)?),
+        ApiKey::ListGroups => RequestKind::ListGroups(FromPy::from_py(obj)?),
+        ApiKey::SaslHandshake => RequestKind::SaslHandshake(FromPy::from_py(obj)?),
+        ApiKey::ApiVersions => RequestKind::ApiVersions(FromPy::from_py(obj)?),
+        ApiKey::CreateTopics => RequestKind::CreateTopics(FromPy::from_py(obj)?),
+        ApiKey::DeleteTopics => RequestKind::DeleteTopics(FromPy::from_py(obj)?),
+        ApiKey::DeleteRecords => RequestKind::DeleteRecords(FromPy::from_py(obj)?),
+        ApiKey::InitProducerId => RequestKind::InitProducerId(FromPy::from_py(obj)?),
+        ApiKey::OffsetForLeaderEpoch => RequestKind::OffsetForLeaderEpoch(FromPy::from_py(obj)?),
+        ApiKey::AddPartitionsToTxn => RequestKind::AddPartitionsToTxn(FromPy::from_py(obj)?),
+        ApiKey::AddOffsetsToTxn => RequestKind::AddOffsetsToTxn(FromPy::from_py(obj)?),
+        ApiKey::EndTxn => RequestKind::EndTxn(FromPy::from_py(obj)?),
+        ApiKey::WriteTxnMarkers => RequestKind::WriteTxnMarkers(FromPy::from_py(obj)?),
+        ApiKey::TxnOffsetCommit => RequestKind::TxnOffsetCommit(FromPy::from_py(obj)?),
+        ApiKey::DescribeAcls => RequestKind::DescribeAcls(FromPy::from_py(obj)?),
+        ApiKey::CreateAcls => RequestKind::CreateAcls(FromPy::from_py(obj)?),
+        ApiKey::DeleteAcls => RequestKind::DeleteAcls(FromPy::from_py(obj)?),
+        ApiKey::DescribeConfigs => RequestKind::DescribeConfigs(FromPy::from_py(obj)?),
+        ApiKey::AlterConfigs => RequestKind::AlterConfigs(FromPy::from_py(obj)?),
+        ApiKey::AlterReplicaLogDirs => RequestKind::AlterReplicaLogDirs(FromPy::from_py(obj)?),
+        ApiKey::DescribeLogDirs => RequestKind::DescribeLogDirs(FromPy::from_py(obj)?),
+        ApiKey::SaslAuthenticate => RequestKind::SaslAuthenticate(FromPy::from_py(obj)?),
+        ApiKey::CreatePartitions => RequestKind::CreatePartitions(FromPy::from_py(obj)?),
+        ApiKey::CreateDelegationToken => RequestKind::CreateDelegationToken(FromPy::from_py(obj)?),
+        ApiKey::RenewDelegationToken => RequestKind::RenewDelegationToken(FromPy::from_py(obj)?),
+        ApiKey::ExpireDelegationToken => RequestKind::ExpireDelegationToken(FromPy::from_py(obj)?),
+        ApiKey::DescribeDelegationToken => {
+            RequestKind::DescribeDelegationToken(FromPy::from_py(obj)?)
+        }
+        ApiKey::DeleteGroups => RequestKind::DeleteGroups(FromPy::from_py(obj)?),
+        ApiKey::ElectLeaders => RequestKind::ElectLeaders(FromPy::from_py(obj)?),
+        ApiKey::IncrementalAlterConfigs => {
+            RequestKind::IncrementalAlterConfigs(FromPy::from_py(obj)?)
+        }
+        ApiKey::AlterPartitionReassignments => {
+            RequestKind::AlterPartitionReassignments(FromPy::from_py(obj)?)
+        }
+        ApiKey::ListPartitionReassignments => {
+            RequestKind::ListPartitionReassignments(FromPy::from_py(obj)?)
+        }
+        ApiKey::OffsetDelete => RequestKind::OffsetDelete(FromPy::from_py(obj)?),
+        ApiKey::DescribeClientQuotas => RequestKind::DescribeClientQuotas(FromPy::from_py(obj)?),
+        ApiKey::AlterClientQuotas => RequestKind::AlterClientQuotas(FromPy::from_py(obj)?),
+        ApiKey::DescribeUserScramCredentials => {
+            RequestKind::DescribeUserScramCredentials(FromPy::from_py(obj)?)
+        }
+        ApiKey::AlterUserScramCredentials => {
+            RequestKind::AlterUserScramCredentials(FromPy::from_py(obj)?)
+        }
+        ApiKey::Vote => RequestKind::Vote(FromPy::from_py(obj)?),
+        ApiKey::BeginQuorumEpoch => RequestKind::BeginQuorumEpoch(FromPy::from_py(obj)?),
+        ApiKey::EndQuorumEpoch => RequestKind::EndQuorumEpoch(FromPy::from_py(obj)?),
+        ApiKey::DescribeQuorum => RequestKind::DescribeQuorum(FromPy::from_py(obj)?),
+        ApiKey::AlterPartition => RequestKind::AlterPartition(FromPy::from_py(obj)?),
+        ApiKey::UpdateFeatures => RequestKind::UpdateFeatures(FromPy::from_py(obj)?),
+        ApiKey::Envelope => RequestKind::Envelope(FromPy::from_py(obj)?),
+        ApiKey::FetchSnapshot => RequestKind::FetchSnapshot(FromPy::from_py(obj)?),
+        ApiKey::DescribeCluster => RequestKind::DescribeCluster(FromPy::from_py(obj)?),
+        ApiKey::DescribeProducers => RequestKind::DescribeProducers(FromPy::from_py(obj)?),
+        ApiKey::BrokerRegistration => RequestKind::BrokerRegistration(FromPy::from_py(obj)?),
+        ApiKey::BrokerHeartbeat => RequestKind::BrokerHeartbeat(FromPy::from_py(obj)?),
+        ApiKey::UnregisterBroker => RequestKind::UnregisterBroker(FromPy::from_py(obj)?),
+        ApiKey::DescribeTransactions => RequestKind::DescribeTransactions(FromPy::from_py(obj)?),
+        ApiKey::ListTransactions => RequestKind::ListTransactions(FromPy::from_py(obj)?),
+        ApiKey::AllocateProducerIds => RequestKind::AllocateProducerIds(FromPy::from_py(obj)?),
+        ApiKey::ConsumerGroupHeartbeat => {
+            RequestKind::ConsumerGroupHeartbeat(FromPy::from_py(obj)?)
+        }
+        ApiKey::ConsumerGroupDescribe => RequestKind::ConsumerGroupDescribe(FromPy::from_py(obj)?),
+        ApiKey::ControllerRegistration => {
+            RequestKind::ControllerRegistration(FromPy::from_py(obj)?)
+        }
+        ApiKey::GetTelemetrySubscriptions => {
+            RequestKind::GetTelemetrySubscriptions(FromPy::from_py(obj)?)
+        }
+        ApiKey::PushTelemetry => RequestKind::PushTelemetry(FromPy::from_py(obj)?),
+        ApiKey::AssignReplicasToDirs => RequestKind::AssignReplicasToDirs(FromPy::from_py(obj)?),
+        ApiKey::ListConfigResources => RequestKind::ListConfigResources(FromPy::from_py(obj)?),
+        ApiKey::DescribeTopicPartitions => {
+            RequestKind::DescribeTopicPartitions(FromPy::from_py(obj)?)
+        }
+        ApiKey::ShareGroupHeartbeat => RequestKind::ShareGroupHeartbeat(FromPy::from_py(obj)?),
+        ApiKey::ShareGroupDescribe => RequestKind::ShareGroupDescribe(FromPy::from_py(obj)?),
+        ApiKey::ShareFetch => RequestKind::ShareFetch(FromPy::from_py(obj)?),
+        ApiKey::ShareAcknowledge => RequestKind::ShareAcknowledge(FromPy::from_py(obj)?),
+        ApiKey::AddRaftVoter => RequestKind::AddRaftVoter(FromPy::from_py(obj)?),
+        ApiKey::RemoveRaftVoter => RequestKind::RemoveRaftVoter(FromPy::from_py(obj)?),
+        ApiKey::UpdateRaftVoter => RequestKind::UpdateRaftVoter(FromPy::from_py(obj)?),
+        ApiKey::InitializeShareGroupState => {
+            RequestKind::InitializeShareGroupState(FromPy::from_py(obj)?)
+        }
+        ApiKey::ReadShareGroupState => RequestKind::ReadShareGroupState(FromPy::from_py(obj)?),
+        ApiKey::WriteShareGroupState => RequestKind::WriteShareGroupState(FromPy::from_py(obj)?),
+        ApiKey::DeleteShareGroupState => RequestKind::DeleteShareGroupState(FromPy::from_py(obj)?),
+        ApiKey::ReadShareGroupStateSummary => {
+            RequestKind::ReadShareGroupStateSummary(FromPy::from_py(obj)?)
+        }
+        ApiKey::DescribeShareGroupOffsets => {
+            RequestKind::DescribeShareGroupOffsets(FromPy::from_py(obj)?)
+        }
+        ApiKey::AlterShareGroupOffsets => {
+            RequestKind::AlterShareGroupOffsets(FromPy::from_py(obj)?)
+        }
+        ApiKey::DeleteShareGroupOffsets => {
+            RequestKind::DeleteShareGroupOffsets(FromPy::from_py(obj)?)
+        }
+    })
+}
+
 /// Reset to their defaults the fields (at any depth) that `version` of the response
 /// cannot carry; see `ForVersion`.
 pub(crate) fn sanitize_response(resp: &mut ResponseKind, version: i16) {

@@ -14,14 +14,15 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyMapping, PyString};
 
+pub(crate) mod client;
 mod generated;
 mod records;
 mod types;
 
 #[allow(unused_imports)] // the server layer uses what the test functions here do not
 pub(crate) use generated::{
-    api_key_name, encode_response, request_to_py, response_from_py, response_to_py,
-    sanitize_response, supported_versions,
+    api_key_name, encode_response, request_from_py, request_to_py, response_from_py,
+    response_to_py, sanitize_response, supported_versions,
 };
 pub(crate) use records::RecordSet;
 
@@ -170,6 +171,43 @@ fn normalize_response<'py>(
     response_to_py(py, &response)
 }
 
+/// A request frame (size prefix, request header, body) from a request dict: the client
+/// side, for the Spark reader's planning requests and tools.
+#[pyfunction]
+#[pyo3(signature = (api_key, api_version, correlation_id, client_id, request))]
+fn encode_request<'py>(
+    py: Python<'py>,
+    api_key: i16,
+    api_version: i16,
+    correlation_id: i32,
+    client_id: Option<&str>,
+    request: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let api = self::api_key(api_key)?;
+    let request = request_from_py(api, request)?;
+    let frame = client::frame_request(&request, api, api_version, correlation_id, client_id)
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok(PyBytes::new(py, &frame))
+}
+
+/// The response dict from a response frame (after its size prefix), checking that it
+/// answers `correlation_id`.
+#[pyfunction]
+fn decode_response<'py>(
+    py: Python<'py>,
+    api_key: i16,
+    api_version: i16,
+    correlation_id: i32,
+    frame: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let api = self::api_key(api_key)?;
+    let frame = bytes::Bytes::from_py(frame)?;
+    let response = py
+        .detach(|| client::parse_response(frame, api, api_version, correlation_id))
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    response_to_py(py, &response)
+}
+
 /// `{name: (api_key, min_version, max_version)}` for every API kafka-protocol knows;
 /// the versions are those the bridge can decode and encode (`supported_versions`).
 #[pyfunction]
@@ -191,6 +229,8 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sub.add_function(wrap_pyfunction!(encode_response_body, &sub)?)?;
     sub.add_function(wrap_pyfunction!(normalize_response, &sub)?)?;
     sub.add_function(wrap_pyfunction!(api_keys, &sub)?)?;
+    sub.add_function(wrap_pyfunction!(encode_request, &sub)?)?;
+    sub.add_function(wrap_pyfunction!(decode_response, &sub)?)?;
     m.add_submodule(&sub)?;
     // Make `import kafkars._core.protocol` work, not only attribute access.
     py.import("sys")?
