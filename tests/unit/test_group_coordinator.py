@@ -390,3 +390,20 @@ def test_records_round_trip_and_partition_for() -> None:
     assert read_offset_commit_value(offset_commit_value(o)) == o
     assert offset_commit_key("g", "t", 1)[:2] == b"\x00\x01"
     assert group_metadata_key("g")[:2] == b"\x00\x02"
+
+
+def test_a_failing_rebalance_answers_the_waiting_members(
+    coordinator: GroupCoordinator, clock: MockTime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An exception while completing a rebalance answers every pending JoinGroup with
+    UNKNOWN_SERVER_ERROR instead of leaving the members waiting for ever."""
+    leader, follower = stable_group_of_two(coordinator, session=5000, rebalance=300)
+
+    def broken(*args: Any) -> None:
+        raise RuntimeError("rebalance failed on purpose")
+
+    monkeypatch.setattr(coordinator, "_complete_join", broken)
+    r = join(coordinator, leader, session=5000, rebalance=300)  # the follower never rejoins
+    assert not r.done
+    clock.sleep(300)
+    assert r.get()["error_code"] == Errors.UNKNOWN_SERVER_ERROR

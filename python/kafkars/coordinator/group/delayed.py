@@ -39,6 +39,7 @@ class DelayedJoin:
             self.coordinator.on_complete_join(self.group, self)
         except Exception:
             log.exception("Completing the join of %s failed", self.group.group_id)
+            self.coordinator.fail_pending(self.group)
 
 
 class InitialDelayedJoin(DelayedJoin):
@@ -67,6 +68,7 @@ class InitialDelayedJoin(DelayedJoin):
             self.coordinator.on_initial_join_expired(self.group, self)
         except Exception:
             log.exception("Completing the initial join of %s failed", self.group.group_id)
+            self.coordinator.fail_pending(self.group)
 
 
 class DelayedTimeout:

@@ -435,6 +435,26 @@ class GroupCoordinator:
             self._complete_join(group, actions)
         self._run(actions)
 
+    def fail_pending(
+        self, group: GroupMetadata, error: Errors = Errors.UNKNOWN_SERVER_ERROR
+    ) -> None:
+        """Answers every JoinGroup and SyncGroup the group holds with `error`: after a
+        failure inside a rebalance, members are told (and rejoin) rather than left waiting
+        for an answer that will never come."""
+        answers: list[tuple[ResponseCallback, dict[str, Any]]] = []
+        with group.lock:
+            for m in group.members.values():
+                if m.awaiting_join is not None:
+                    answers.append((m.awaiting_join, join_error(m.member_id, error)))
+                if m.awaiting_sync is not None:
+                    answers.append((m.awaiting_sync, sync_error(error)))
+                m.awaiting_join = m.awaiting_sync = None
+        for callback, response in answers:
+            try:
+                callback(response)
+            except Exception:
+                log.exception("Answering a pending request of %s failed", group.group_id)
+
     def _complete_join(self, group: GroupMetadata, actions: list[Action]) -> None:
         group.join_op = None
         if not group.is_(GroupState.PREPARING_REBALANCE):
