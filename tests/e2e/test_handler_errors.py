@@ -18,8 +18,10 @@ from kafka.protocol.metadata import (
     MetadataRequest,
     MetadataResponse,
 )
+from kafka.protocol.producer import ProduceRequest
 from raw_client import RawConnection
 
+from kafkars import _core
 from kafkars.broker import Broker
 from kafkars.server import delayed_fetch
 from kafkars.server.api_keys import ApiKey
@@ -75,6 +77,28 @@ def test_response_that_does_not_encode_answers_error_response(embedded: Broker) 
         assert [(t.name, t.error_code) for t in failed.topics] == [("a", -1)]
         versions = conn.call(ApiVersionsRequest(version=0), ApiVersionsResponse, 0)
         assert versions.error_code == 0
+
+
+def test_produce_acks_0_that_fails_closes_the_connection(embedded: Broker) -> None:
+    """acks=0 expects no response, so, as Kafka does, a failure closes the connection
+    (the producer notices and reconnects); the broker serves new connections."""
+    embedded._server.apis.handlers[ApiKey.PRODUCE] = boom
+    partition = ProduceRequest.TopicProduceData.PartitionProduceData(
+        index=0, records=_core.build_batch([(None, b"v", 0, [])])
+    )
+    request = ProduceRequest(
+        version=8,
+        acks=0,
+        timeout_ms=1000,
+        topic_data=[ProduceRequest.TopicProduceData(name="t", partition_data=[partition])],
+    )
+    with RawConnection(embedded) as conn:
+        request.with_header(correlation_id=1, client_id="raw-test")
+        conn.sock.sendall(bytes(request.encode(version=8, header=True, framed=True)))
+        conn.sock.settimeout(10)
+        assert conn.sock.recv(1) == b""  # closed by the broker
+    with RawConnection(embedded) as conn:
+        assert conn.call(ApiVersionsRequest(version=0), ApiVersionsResponse, 0).error_code == 0
 
 
 def test_admin_client_sees_unknown_server_error_and_carries_on(embedded: Broker) -> None:
