@@ -611,7 +611,7 @@ fn decode_batches_arrow<'py>(
         .detach(|| decode(&blobs, &topics, &partitions, &opts))
         .map_err(|e| {
             CorruptRecordError::new_err((
-                kafkars_record::CORRUPT_MESSAGE,
+                kafka_protocol::ResponseError::CorruptMessage.code(),
                 e.message,
                 e.row,
                 e.base_offset,
@@ -858,7 +858,7 @@ impl ArrowFetcher {
             let partitions = PerRow::Scalar(Some(partition));
             let batch = decode(&blobs, &topics, &partitions, &opts).map_err(|e| {
                 CorruptRecordError::new_err((
-                    kafkars_record::CORRUPT_MESSAGE,
+                    kafka_protocol::ResponseError::CorruptMessage.code(),
                     e.message,
                     e.row,
                     e.base_offset,

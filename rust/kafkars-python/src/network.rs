@@ -114,8 +114,8 @@ impl PyRequest {
     /// Answers with only `UNSUPPORTED_VERSION` after the header, for an API or version
     /// this broker does not serve; the connection stays open.
     fn respond_unsupported_version(&self) -> PyResult<()> {
-        const UNSUPPORTED_VERSION: i16 = 35;
-        let send = ResponseSend::error_code_only(self.correlation_id, UNSUPPORTED_VERSION);
+        let code = kafka_protocol::ResponseError::UnsupportedVersion.code();
+        let send = ResponseSend::error_code_only(self.correlation_id, code);
         self.take_responder()?.send(Response::Send(send));
         Ok(())
     }

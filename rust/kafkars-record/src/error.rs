@@ -1,11 +1,11 @@
-//! The one error type of this crate and its mapping to Kafka error codes.
+//! The one error type of this crate and its mapping to Kafka error codes (the code
+//! table is kafka-protocol's `ResponseError`, the one the whole workspace uses).
 
-/// Kafka's `CORRUPT_MESSAGE` error code.
-pub const CORRUPT_MESSAGE: i16 = 2;
-/// Kafka's `UNSUPPORTED_COMPRESSION_TYPE` error code.
-pub const UNSUPPORTED_COMPRESSION_TYPE: i16 = 76;
-/// Kafka's `INVALID_RECORD` error code.
-pub const INVALID_RECORD: i16 = 87;
+use kafka_protocol::ResponseError;
+
+const CORRUPT_MESSAGE: i16 = ResponseError::CorruptMessage.code();
+const UNSUPPORTED_COMPRESSION_TYPE: i16 = ResponseError::UnsupportedCompressionType.code();
+const INVALID_RECORD: i16 = ResponseError::InvalidRecord.code();
 
 /// Why a record batch could not be read, validated or built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

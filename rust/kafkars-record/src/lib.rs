@@ -54,5 +54,5 @@ pub use control::{
     ControlRecordType, EndTransactionMarker, control_record_type, end_transaction_marker,
 };
 pub use crc::crc32c;
-pub use error::{CORRUPT_MESSAGE, INVALID_RECORD, RecordError, UNSUPPORTED_COMPRESSION_TYPE};
+pub use error::RecordError;
 pub use record::{Header, RecordIter, RecordRef, Records};

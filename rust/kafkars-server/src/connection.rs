@@ -19,9 +19,6 @@ use crate::memory_pool::{MemoryGrant, MemoryPool};
 use crate::request_channel::{Request, RequestContext, Responder, Response, ResponseSend};
 use crate::send::write_response;
 
-/// Kafka's error code for an API key or version the broker does not serve.
-const UNSUPPORTED_VERSION: i16 = 35;
-
 /// A response slot in request order: either already known or still with a handler.
 enum Pending {
     Ready(Response),
@@ -199,7 +196,10 @@ impl ConnectionHandler {
 }
 
 fn unsupported_response(header: &RequestHeader) -> ResponseSend {
-    ResponseSend::error_code_only(header.correlation_id, UNSUPPORTED_VERSION)
+    ResponseSend::error_code_only(
+        header.correlation_id,
+        kafka_protocol::ResponseError::UnsupportedVersion.code(),
+    )
 }
 
 async fn write_loop(

@@ -5,20 +5,15 @@ use std::path::{Path, PathBuf};
 
 use kafkars_record::RecordError;
 
-/// Kafka's `OFFSET_OUT_OF_RANGE` error code.
-pub const OFFSET_OUT_OF_RANGE: i16 = 1;
-/// Kafka's `CORRUPT_MESSAGE` error code.
-pub const CORRUPT_MESSAGE: i16 = 2;
-/// Kafka's `MESSAGE_TOO_LARGE` error code (a batch above `max.message.bytes`).
-pub const MESSAGE_TOO_LARGE: i16 = 10;
-/// Kafka's `RECORD_LIST_TOO_LARGE` error code (an append above `segment.bytes`).
-pub const RECORD_LIST_TOO_LARGE: i16 = 18;
-/// Kafka's `KAFKA_STORAGE_ERROR` error code.
-pub const KAFKA_STORAGE_ERROR: i16 = 56;
-/// Kafka's `INVALID_RECORD` error code.
-pub const INVALID_RECORD: i16 = 87;
-/// Kafka's `UNKNOWN_SERVER_ERROR` error code.
-pub const UNKNOWN_SERVER_ERROR: i16 = -1;
+use kafka_protocol::ResponseError;
+
+// The codes come from kafka-protocol's table, the one the whole workspace uses.
+const OFFSET_OUT_OF_RANGE: i16 = ResponseError::OffsetOutOfRange.code();
+const CORRUPT_MESSAGE: i16 = ResponseError::CorruptMessage.code();
+const MESSAGE_TOO_LARGE: i16 = ResponseError::MessageTooLarge.code();
+const RECORD_LIST_TOO_LARGE: i16 = ResponseError::RecordListTooLarge.code();
+const KAFKA_STORAGE_ERROR: i16 = ResponseError::KafkaStorageError.code();
+const UNKNOWN_SERVER_ERROR: i16 = ResponseError::UnknownServerError.code();
 
 /// Result alias for storage operations.
 pub type Result<T, E = LogError> = std::result::Result<T, E>;
