@@ -437,19 +437,23 @@ def error_response(
 
 
 def respond_with_error(request: Any, exc: BaseException) -> None:
-    """Answers `request` with the error response for `exc` (logged at ERROR with its
-    traceback when it is not a deliberate Kafka error). When no response can be given,
-    the connection is closed, as Kafka does."""
+    """Answers `request` with the error response for `exc`, logged at ERROR with its
+    traceback. When no response can be given, the connection is closed, as Kafka does."""
     error, message = error_for(exc)
     what = (
         f"{_api_name(request.api_key)} v{request.api_version} (correlation id "
         f"{request.correlation_id}) from client {request.client_id!r} at "
         f"{request.client_host}:{request.client_port}"
     )
-    if error is Errors.UNKNOWN_SERVER_ERROR:
-        log.error("Unexpected error handling request %s: %s", what, exc, exc_info=exc)
-    else:
-        log.info("Answering request %s with %s: %s", what, error.name, exc)
+    # As Kafka's KafkaApis.handleError: whatever escaped a handler is logged with its
+    # traceback, mapped Kafka errors included (handlers answer expected errors themselves).
+    log.error(
+        "Unexpected error handling request %s, answering %s: %s",
+        what,
+        error.name,
+        exc,
+        exc_info=exc,
+    )
     if request.answered:
         return
     try:
