@@ -137,3 +137,42 @@ def test_incremental_set_of_the_default_value_is_kept_as_an_override(make_broker
             assert (entry.value, entry.source, entry.is_default) == (value, 1, False), name
             first = next(iter(entry.synonyms.values()))
             assert (first.name, first.source) == (name, 1)
+
+
+def test_broker_loggers_described_and_changed_at_runtime(broker: Broker) -> None:
+    """The BROKER_LOGGER resource (kafka-configs --entity-type broker-loggers): every logger
+    with its log4j level, SET to a level, DELETE back to inheriting; the root logger's
+    level cannot be removed, unknown loggers and levels are INVALID_CONFIG."""
+    from kafka.admin import ConfigResource as KpResource
+    from kafka.admin import ConfigResourceType, KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+    md = AdminClient({"bootstrap.servers": broker.bootstrap_servers}).list_topics(timeout=10)
+    node = str(next(iter(md.brokers)))
+    name = "kafkars.server.KafkaApis"
+
+    def levels() -> dict[str, str]:
+        res = KpResource(ConfigResourceType.BROKER_LOGGER, node)
+        described = admin.describe_configs([res], config_filter="all")["broker_logger"][node]
+        assert all(c["config_source"] == "DYNAMIC_BROKER_LOGGER_CONFIG" for c in described.values())
+        assert not any(c["read_only"] for c in described.values())
+        return {n: c["value"] for n, c in described.items()}
+
+    def alter(configs: dict) -> str:
+        res = KpResource(ConfigResourceType.BROKER_LOGGER, node, configs=configs)
+        result = admin.alter_configs([res], incremental=True, raise_on_unknown=False)
+        return result["broker_logger"][node]
+
+    try:
+        before = levels()
+        assert "root" in before and name in before
+        assert alter({name: ("SET", "DEBUG")}) == "OK"
+        assert levels()[name] == "DEBUG"
+        assert alter({name: ("DELETE", None)}) == "OK"
+        assert levels()[name] == before["root"]  # inherits again
+        assert "InvalidRequest" in alter({"root": ("DELETE", None)})
+        assert "InvalidConfig" in alter({name: ("SET", "LOUD")})
+        assert "InvalidConfig" in alter({"no.such.logger": ("SET", "INFO")})
+        assert "InvalidRequest" in alter({name: ("APPEND", "INFO")})
+    finally:
+        admin.close()

@@ -10,13 +10,17 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from kafkars.config import (
+    ConfigEntry,
     ConfigException,
+    ConfigSource,
+    ConfigType,
     ResourceType,
     apply_alter_ops,
     describe_broker,
     describe_topic,
     validate_alter_configs,
 )
+from kafkars.server import broker_loggers
 from kafkars.server.errors import Errors, KafkaError
 
 if TYPE_CHECKING:
@@ -89,8 +93,19 @@ def _describe(server: KafkaServer, r: dict[str, Any], body: dict[str, Any]) -> l
             for e in entries
         ]
     if rtype == ResourceType.BROKER_LOGGER:
-        _broker_scope(server, r["resource_name"])
-        return []
+        broker_loggers.validate_node(r["resource_name"], server.broker_id)
+        return [
+            ConfigEntry(
+                name=name,
+                value=level,
+                source=ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG,
+                is_sensitive=False,
+                read_only=False,
+                config_type=ConfigType.UNKNOWN,  # Kafka leaves the type unset for loggers
+            )
+            for name, level in broker_loggers.loggers().items()
+            if not keys or name in keys
+        ]
     raise KafkaError(Errors.INVALID_REQUEST, f"Unsupported resource type {rtype}")
 
 
@@ -179,11 +194,27 @@ def handle_alter_configs(server: KafkaServer, request: Any) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "responses": responses}
 
 
+def _alter_loggers(server: KafkaServer, r: dict[str, Any], validate_only: bool) -> None:
+    """Kafka's RuntimeLoggerManager.applyChangesForResource."""
+    ops = [(c["config_operation"], c["name"], c["value"]) for c in r["configs"]]
+    broker_loggers.validate_node(r["resource_name"], server.broker_id)
+    try:
+        broker_loggers.validate_ops(ops)
+    except ConfigException as e:
+        raise _as_kafka_error(e) from None
+    if not validate_only:
+        broker_loggers.apply_ops(ops)
+
+
 def handle_incremental_alter_configs(server: KafkaServer, request: Any) -> dict[str, Any]:
     body = request.body
     responses = []
     for r in body["resources"]:
         try:
+            if r["resource_type"] == ResourceType.BROKER_LOGGER:
+                _alter_loggers(server, r, body["validate_only"])
+                responses.append(_alter_result(r, None))
+                continue
             rtype, per_broker, current = _current(server, r)
             ops = [(c["config_operation"], c["name"], c["value"]) for c in r["configs"]]
             names = [name for _, name, _ in ops]
