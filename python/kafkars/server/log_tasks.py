@@ -66,6 +66,18 @@ def schedule_log_tasks(scheduler: KafkaScheduler, log_manager: Any, config: Any)
         initial,
         int(get("log.flush.start.offset.checkpoint.interval.ms")),
     )
+    expiration_ms = int(get("producer.id.expiration.ms"))
+
+    def expire_producer_ids() -> None:
+        now = now_ms()
+        removed = sum(
+            log_.remove_expired_producers(now, expiration_ms) for log_ in log_manager.all_logs()
+        )
+        if removed:
+            log.info("Expired %d idle producer id(s)", removed)
+
+    check_ms = int(get("producer.id.expiration.check.interval.ms"))
+    scheduler.schedule("kafka-producer-expiration", expire_producer_ids, check_ms, check_ms)
     delete_period = max(10, min(int(get("log.segment.delete.delay.ms")), MAX_DELETE_CHECK_MS))
     scheduler.schedule("kafka-delete-logs", delete_logs, delete_period, delete_period)
 

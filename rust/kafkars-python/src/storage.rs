@@ -274,6 +274,17 @@ impl PyLog {
             .map_err(log_error)
     }
 
+    /// Forgets idempotent producers idle longer than `expiration_ms`
+    /// (`producer.id.expiration.ms`); returns how many were removed.
+    fn remove_expired_producers(&self, py: Python<'_>, now_ms: i64, expiration_ms: i64) -> usize {
+        py.detach(|| self.inner.remove_expired_producers(now_ms, expiration_ms))
+    }
+
+    /// `(epoch, last_sequence)` of an idempotent producer here, or None.
+    fn producer_state(&self, producer_id: i64) -> Option<(i16, i32)> {
+        self.inner.producer_state(producer_id)
+    }
+
     /// Base offsets of the segments, oldest first.
     #[getter]
     fn segment_base_offsets(&self) -> Vec<i64> {

@@ -14,6 +14,8 @@ const MESSAGE_TOO_LARGE: i16 = ResponseError::MessageTooLarge.code();
 const RECORD_LIST_TOO_LARGE: i16 = ResponseError::RecordListTooLarge.code();
 const KAFKA_STORAGE_ERROR: i16 = ResponseError::KafkaStorageError.code();
 const UNKNOWN_SERVER_ERROR: i16 = ResponseError::UnknownServerError.code();
+const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = ResponseError::OutOfOrderSequenceNumber.code();
+const INVALID_PRODUCER_EPOCH: i16 = ResponseError::InvalidProducerEpoch.code();
 
 /// Result alias for storage operations.
 pub type Result<T, E = LogError> = std::result::Result<T, E>;
@@ -117,6 +119,12 @@ pub enum LogError {
     /// The log was closed or deleted.
     #[error("log {0} is closed")]
     Closed(String),
+    /// A produced batch's sequence does not follow the producer's last one.
+    #[error("out of order sequence: {0}")]
+    OutOfOrderSequence(String),
+    /// A produced batch carries an epoch older than the producer's current one.
+    #[error("invalid producer epoch: {0}")]
+    InvalidProducerEpoch(String),
     /// An earlier I/O error or panic took the partition offline.
     #[error("partition {0} is offline after a storage error")]
     Offline(String),
@@ -139,6 +147,8 @@ impl LogError {
             LogError::RecordBatchTooLarge { .. } => RECORD_LIST_TOO_LARGE,
             LogError::OffsetOutOfRange { .. } => OFFSET_OUT_OF_RANGE,
             LogError::CorruptSegment { .. } => CORRUPT_MESSAGE,
+            LogError::OutOfOrderSequence(_) => OUT_OF_ORDER_SEQUENCE_NUMBER,
+            LogError::InvalidProducerEpoch(_) => INVALID_PRODUCER_EPOCH,
             LogError::Io { .. }
             | LogError::CorruptIndex { .. }
             | LogError::MalformedFile { .. }

@@ -21,6 +21,7 @@ use crate::error::{IoContext, LogError, Result};
 use crate::fetch::{FetchDataInfo, LogOffsetMetadata};
 use crate::leader_epoch::LeaderEpochFileCache;
 use crate::loader::{PartitionLoadStats, load_segments};
+use crate::producer_state::{ProducerBatch, ProducerCheck, ProducerStateManager};
 use crate::segment::{
     DELETED_FILE_SUFFIX, LogSegment, RollParams, SWAP_FILE_SUFFIX, TimestampAndOffset,
 };
@@ -84,6 +85,26 @@ struct LogState {
     segments: LogSegments,
     epoch_cache: LeaderEpochFileCache,
     config: LogConfig,
+    producer_state: ProducerStateManager,
+}
+
+/// Brings `producer_state` up to `log_end_offset` by replaying the producer fields of
+/// the batch headers after the offset its snapshot covers.
+fn replay_producer_state(
+    segments: &LogSegments,
+    producer_state: &mut ProducerStateManager,
+    log_end_offset: i64,
+) -> Result<()> {
+    let from = producer_state.map_end_offset();
+    let first = segments
+        .range(..=from)
+        .next_back()
+        .map_or(i64::MIN, |(base, _)| *base);
+    for (_, segment) in segments.range(first..) {
+        segment.producer_batches(from, |batch| producer_state.update(batch))?;
+    }
+    producer_state.advance_to(log_end_offset);
+    Ok(())
 }
 
 /// A partition's log. See the module docs.
@@ -200,6 +221,8 @@ impl Log {
         }
         epoch_cache.truncate_from_end(leo)?;
         epoch_cache.truncate_from_start(log_start)?;
+        let mut producer_state = ProducerStateManager::load(dir, log_start, leo)?;
+        replay_producer_state(&segments, &mut producer_state, leo)?;
         let recovery = if loaded.recovered {
             // Everything recovered was just validated; make it durable so the
             // recovery point can move to the end.
@@ -217,6 +240,7 @@ impl Log {
                 segments,
                 epoch_cache,
                 config,
+                producer_state,
             })),
             clock,
             log_end_offset: AtomicI64::new(leo),
@@ -268,6 +292,23 @@ impl Log {
             self.mark_offline(&e.to_string());
         }
         result
+    }
+
+    /// Forgets producers idle for longer than `expiration_ms`
+    /// (`producer.id.expiration.ms`); returns how many were removed.
+    pub fn remove_expired_producers(&self, now_ms: i64, expiration_ms: i64) -> usize {
+        self.write_state()
+            .0
+            .producer_state
+            .remove_expired(now_ms, expiration_ms)
+    }
+
+    /// The producer's epoch and last sequence here, if it has state.
+    pub fn producer_state(&self, producer_id: i64) -> Option<(i16, i32)> {
+        let guard = self.read_state();
+        let entry = guard.0.producer_state.entry(producer_id)?;
+        let last_seq = entry.batches.back().map_or(-1, |b| b.last_seq);
+        Some((entry.producer_epoch, last_seq))
     }
 
     /// Whether an I/O error or a panic took this partition offline.
@@ -446,6 +487,26 @@ impl Log {
                 RecordError::CorruptMessage("no record batches in the append".into()).into(),
             );
         }
+        if leader_epoch.is_some()
+            && let Some((first_offset, last_offset)) =
+                Self::check_producers(&st.producer_state, records)?
+        {
+            // A retry of a batch already written: answer with where it went.
+            return Ok(LogAppendInfo {
+                first_offset,
+                last_offset,
+                max_timestamp: NO_TIMESTAMP,
+                offset_of_max_timestamp: -1,
+                log_append_time: -1,
+                log_start_offset: self.log_start_offset(),
+                valid_bytes: 0,
+                num_messages: 0,
+                shallow_count: 0,
+                source_compression,
+                target_compression: source_compression,
+                last_leader_epoch: -1,
+            });
+        }
 
         let recompressed: Option<Vec<u8>> = if needs_recompression {
             let TopicCompression::Codec(target) = config.compression else {
@@ -559,6 +620,12 @@ impl Log {
             )));
         }
         active.append(last_offset, max_timestamp, offset_of_max_timestamp, bytes)?;
+        for batch in batches(bytes) {
+            if let Some(p) = ProducerBatch::of(&batch?) {
+                st.producer_state.update(&p);
+            }
+        }
+        st.producer_state.advance_to(next);
         let leo_md = LogOffsetMetadata {
             message_offset: next,
             segment_base_offset: active.base_offset(),
@@ -600,12 +667,47 @@ impl Log {
         })
     }
 
+    /// For a client's append: the offsets of the batch it repeats (a retry), or an
+    /// error for a fenced epoch or a sequence gap. One batch per producer and append,
+    /// as Kafka's produce requests carry one batch per partition.
+    fn check_producers(
+        producer_state: &ProducerStateManager,
+        records: &[u8],
+    ) -> Result<Option<(i64, i64)>> {
+        let mut seen: Vec<i64> = Vec::new();
+        for batch in batches(records) {
+            let Some(p) = ProducerBatch::of(&batch?) else {
+                continue;
+            };
+            if seen.contains(&p.producer_id) {
+                return Err(RecordError::InvalidRecord(format!(
+                    "more than one batch of producer {} in one append",
+                    p.producer_id
+                ))
+                .into());
+            }
+            seen.push(p.producer_id);
+            if let ProducerCheck::Duplicate {
+                first_offset,
+                last_offset,
+            } = producer_state.check(&p)?
+            {
+                return Ok(Some((first_offset, last_offset)));
+            }
+        }
+        Ok(None)
+    }
+
     fn roll_locked(st: &mut LogState, expected_next_offset: i64, now: i64) -> Result<()> {
         let (&active_base, active) = st.segments.iter_mut().next_back().expect("active segment");
         let new_base = expected_next_offset.max(active_base);
         if active.size() == 0 && new_base == active_base {
             return Ok(());
         }
+        // Kafka snapshots producer state at each new segment's base offset, so a later
+        // load replays at most the active segment.
+        st.producer_state.advance_to(new_base);
+        st.producer_state.take_snapshot()?;
         active.on_became_inactive_segment()?;
         let seg = LogSegment::create(
             &st.dir,
@@ -883,6 +985,9 @@ impl Log {
         };
         self.log_end_offset.store(leo, Ordering::Release);
         st.epoch_cache.truncate_from_end(leo)?;
+        st.producer_state
+            .truncate_and_reload(self.log_start_offset().min(leo), leo)?;
+        replay_producer_state(&st.segments, &mut st.producer_state, leo)?;
         self.high_watermark.fetch_min(leo, Ordering::AcqRel);
         self.recovery_point.fetch_min(leo, Ordering::AcqRel);
         self.log_start_offset.fetch_min(leo, Ordering::AcqRel);
@@ -908,6 +1013,8 @@ impl Log {
         )?;
         st.segments.insert(new_offset, seg);
         st.epoch_cache.clear()?;
+        st.producer_state
+            .truncate_and_reload(new_offset, new_offset)?;
         *lock(&self.leo_metadata) = LogOffsetMetadata {
             message_offset: new_offset,
             segment_base_offset: new_offset,
@@ -1167,6 +1274,10 @@ impl Log {
             seg.flush()?;
         }
         guard.0.epoch_cache.flush()?;
+        // Clean shutdown: the next load starts from here instead of replaying.
+        let leo = self.log_end_offset();
+        guard.0.producer_state.advance_to(leo);
+        guard.0.producer_state.take_snapshot()?;
         Ok(())
     }
 

@@ -13,6 +13,7 @@ use kafkars_record::{LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, RecordBatch};
 use crate::error::{IoContext, LogError, Result};
 use crate::fetch::{FetchDataInfo, FileSlice, LogOffsetMetadata};
 use crate::offset_index::{OffsetIndex, OffsetPosition};
+use crate::producer_state::ProducerBatch;
 use crate::time_index::{NO_TIMESTAMP, TimeIndex, TimestampOffset};
 
 /// Suffix of segment data files.
@@ -36,12 +37,17 @@ pub fn segment_file_name(base_offset: i64, suffix: &str) -> String {
     format!("{base_offset:020}{suffix}")
 }
 
+/// Attributes bit of control batches (transaction markers).
+const CONTROL_ATTRIBUTE: i16 = 0x20;
+
 /// The header fields of a batch, read without its records.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct BatchHeader {
     pub(crate) size: u32,
     pub(crate) last_offset: i64,
     pub(crate) max_timestamp: i64,
+    /// The producer fields, for batches written by an idempotent producer.
+    pub(crate) producer: Option<ProducerBatch>,
 }
 
 impl BatchHeader {
@@ -55,12 +61,25 @@ impl BatchHeader {
         }
         let last_offset_delta = i32::from_be_bytes(h[23..27].try_into().ok()?);
         let max_timestamp = i64::from_be_bytes(h[35..43].try_into().ok()?);
+        let last_offset = base_offset.checked_add(i64::from(last_offset_delta))?;
+        let producer_id = i64::from_be_bytes(h[43..51].try_into().ok()?);
+        let attributes = i16::from_be_bytes([h[21], h[22]]);
+        let producer = (producer_id >= 0).then(|| ProducerBatch {
+            producer_id,
+            producer_epoch: i16::from_be_bytes([h[51], h[52]]),
+            base_sequence: i32::from_be_bytes([h[53], h[54], h[55], h[56]]),
+            last_offset_delta,
+            last_offset,
+            max_timestamp,
+            is_control: attributes & CONTROL_ATTRIBUTE != 0,
+        });
         Some(BatchHeader {
             size: u32::try_from(length)
                 .ok()?
                 .checked_add(LOG_OVERHEAD as u32)?,
-            last_offset: base_offset.checked_add(i64::from(last_offset_delta))?,
+            last_offset,
             max_timestamp,
+            producer,
         })
     }
 }
@@ -404,6 +423,23 @@ impl LogSegment {
                 Ok(idx)
             }
         }
+    }
+
+    /// The producer fields of the batches ending at or after `from`, in log order
+    /// (replayed into the producer state on load).
+    pub(crate) fn producer_batches(
+        &self,
+        from: i64,
+        mut f: impl FnMut(&ProducerBatch),
+    ) -> Result<()> {
+        self.scan_headers(0, |h, _, _| {
+            if h.last_offset >= from
+                && let Some(p) = &h.producer
+            {
+                f(p);
+            }
+            Ok(true)
+        })
     }
 
     /// Calls `f(header, position, scratch)` for each batch header from `position` to

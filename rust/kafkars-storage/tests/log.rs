@@ -482,3 +482,80 @@ fn io_error_takes_only_that_partition_offline() {
     assert!(!healthy.is_offline());
     assert_eq!(healthy.log_end_offset(), 2);
 }
+
+fn idempotent_batch(producer_id: i64, epoch: i16, sequence: i32, n: usize) -> Vec<u8> {
+    let mut b = kafkars_record::RecordBatchBuilder::new().producer(producer_id, epoch, sequence);
+    for i in 0..n {
+        b.append(kafkars_record::NewRecord::with_value(
+            1_000 + i as i64,
+            b"v".to_vec(),
+        ));
+    }
+    b.build().unwrap()
+}
+
+#[test]
+fn idempotent_retries_are_answered_with_their_offsets_across_restarts() {
+    for clean in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = Arc::new(MockClock::new(1_000));
+        let config = LogConfig {
+            segment_bytes: 600,
+            ..small_config()
+        };
+        let log = open(dir.path(), config.clone(), true, 0, &clock);
+        log.append_as_leader(&mut batch(2, 1_000, 10), 0).unwrap();
+        let mut sequence = 0;
+        for _ in 0..8 {
+            let info = log
+                .append_as_leader(&mut idempotent_batch(7, 0, sequence, 3), 0)
+                .unwrap();
+            assert_eq!(info.num_messages, 3);
+            sequence += 3;
+        }
+        assert!(log.num_segments() > 1, "the test needs rolled segments");
+        let leo = log.log_end_offset();
+        // A retry of the last batch is not written again.
+        let info = log
+            .append_as_leader(&mut idempotent_batch(7, 0, 21, 3), 0)
+            .unwrap();
+        assert_eq!((info.first_offset, info.last_offset), (leo - 3, leo - 1));
+        assert_eq!(log.log_end_offset(), leo);
+        if clean {
+            log.close().unwrap();
+        }
+        drop(log);
+        // Reopened (after a clean or an unclean shutdown), the state is the same. A
+        // snapshot keeps each producer's last batch, as Kafka's does.
+        let log = open(dir.path(), config, clean, 0, &clock);
+        assert_eq!(log.producer_state(7), Some((0, 23)));
+        let info = log
+            .append_as_leader(&mut idempotent_batch(7, 0, 21, 3), 0)
+            .unwrap();
+        assert_eq!((info.first_offset, info.last_offset), (leo - 3, leo - 1));
+        assert_eq!(log.log_end_offset(), leo);
+        // A gap, and an old epoch, are refused with Kafka's codes.
+        let err = log
+            .append_as_leader(&mut idempotent_batch(7, 0, 30, 1), 0)
+            .unwrap_err();
+        assert_eq!(err.kafka_error_code(), 45, "{err}");
+        log.append_as_leader(&mut idempotent_batch(7, 1, 0, 1), 0)
+            .unwrap();
+        let err = log
+            .append_as_leader(&mut idempotent_batch(7, 0, 24, 1), 0)
+            .unwrap_err();
+        assert_eq!(err.kafka_error_code(), 47, "{err}");
+        assert_eq!(log.log_end_offset(), leo + 1);
+        let snapshots = std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .ends_with(".snapshot")
+            })
+            .count();
+        assert!((1..=2).contains(&snapshots), "{snapshots} snapshots");
+    }
+}

@@ -184,7 +184,7 @@ fn encode_request<'py>(
     request: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let api = self::api_key(api_key)?;
-    let request = request_from_py(api, request)?;
+    let request = records::with_client_records(|| request_from_py(api, request))?;
     let frame = client::frame_request(&request, api, api_version, correlation_id, client_id)
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
     Ok(PyBytes::new(py, &frame))

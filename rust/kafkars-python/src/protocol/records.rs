@@ -76,14 +76,34 @@ pub(crate) fn records_to_py<'py>(
     }
 }
 
-/// `None`, a `RecordSet`, or a `FileRecords` slice → `records` field. A file slice becomes
-/// a placeholder that the response encoder turns into a sendfile region (see `splice`).
+thread_local! {
+    /// Set while a client request is converted: only then may `records` be `bytes`.
+    static CLIENT_SIDE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` (a request conversion for a client) with `bytes` accepted as `records`.
+/// Responses stay strict so that the broker's record bytes never go through Python.
+pub(crate) fn with_client_records<T>(f: impl FnOnce() -> T) -> T {
+    CLIENT_SIDE.with(|c| c.set(true));
+    let out = f();
+    CLIENT_SIDE.with(|c| c.set(false));
+    out
+}
+
+/// `None`, a `RecordSet`, a `FileRecords` slice, or (in a client's request only)
+/// `bytes` → `records` field. A file slice becomes a placeholder that the response
+/// encoder turns into a sendfile region (see `splice`).
 pub(crate) fn records_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Option<Bytes>> {
     if obj.is_none() {
         return Ok(None);
     }
     if let Ok(set) = obj.cast::<RecordSet>() {
         return Ok(Some(set.get().bytes.clone()));
+    }
+    if CLIENT_SIDE.with(|c| c.get())
+        && let Ok(bytes) = obj.cast::<pyo3::types::PyBytes>()
+    {
+        return Ok(Some(Bytes::copy_from_slice(bytes.as_bytes())));
     }
     if let Ok(file) = obj.cast::<crate::file_records::FileRecords>() {
         return match file.get().region() {
