@@ -141,3 +141,24 @@ def test_dump_log_and_log_reader_on_broker_written_segments(tmp_path: Path) -> N
     (p,) = LogDir(tmp_path).partitions()
     assert [r.offset for r in p.records()] == list(range(90))
     assert p.log_end_offset == 90
+
+
+def test_transaction_markers_and_the_last_stable_offset(tmp_path: Path) -> None:
+    manager = open_manager(tmp_path)
+    log = manager.get_or_create_log("txns", 0, SMALL_SEGMENTS)
+    records = [(None, b"v", 1_000, []), (None, b"w", 1_001, [])]
+    txn = _core.build_batch(
+        records, producer_id=9, producer_epoch=0, base_sequence=0, is_transactional=True
+    )
+    log.append_as_leader(_core.RecordSet(txn), 0)
+    log.high_watermark = log.log_end_offset
+    assert log.last_stable_offset == 0
+    marker = log.append_txn_marker(9, 0, 1, False, 0)
+    assert marker.first_offset == 2
+    log.high_watermark = log.log_end_offset
+    assert log.last_stable_offset == 3
+    assert log.aborted_transactions(0, 3) == [(9, 0)]
+    # Producer state: the epoch and the last sequence of producer 9.
+    assert log.producer_state(9) == (0, 1)
+    assert log.producer_state(10) is None
+    manager.shutdown()

@@ -107,6 +107,31 @@ class ReplicaManager:
             listener((topic, partition))
         return info
 
+    def write_txn_marker(
+        self,
+        topic: str,
+        partition: int,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        *,
+        commit: bool,
+    ) -> Any:
+        """Appends the COMMIT/ABORT marker ending `producer_id`'s transaction on one
+        partition (WriteTxnMarkers); returns the Rust append info."""
+        p = self.get_partition(topic, partition)
+        try:
+            info = p.log.append_txn_marker(
+                producer_id, producer_epoch, coordinator_epoch, commit, p.leader_epoch
+            )
+        except _core.LogError as e:
+            raise KafkaError(Errors(e.args[0]), e.args[1]) from None
+        # One broker is the whole ISR: the high watermark follows the log end offset.
+        p.log.high_watermark = p.log.log_end_offset
+        for listener in self._append_listeners:
+            listener((topic, partition))
+        return info
+
     def leader_epoch(self, topic: str, partition: int) -> int:
         p = self._partitions.get((topic, partition))
         return p.leader_epoch if p else -1

@@ -170,16 +170,45 @@ impl PyLog {
                 self.inner.append_as_leader(&mut owned, leader_epoch)
             })
             .map_err(log_error)?;
-        Ok(PyLogAppendInfo {
-            first_offset: info.first_offset,
-            last_offset: info.last_offset,
-            max_timestamp: info.max_timestamp,
-            offset_of_max_timestamp: info.offset_of_max_timestamp,
-            log_append_time: info.log_append_time,
-            log_start_offset: info.log_start_offset,
-            valid_bytes: info.valid_bytes,
-            num_messages: info.num_messages,
-        })
+        Ok(append_info(&info))
+    }
+
+    /// Appends the COMMIT (`commit=True`) or ABORT marker ending `producer_id`'s
+    /// transaction on this partition (WriteTxnMarkers). Raises `LogError`.
+    fn append_txn_marker(
+        &self,
+        py: Python<'_>,
+        producer_id: i64,
+        producer_epoch: i16,
+        coordinator_epoch: i32,
+        commit: bool,
+        leader_epoch: i32,
+    ) -> PyResult<PyLogAppendInfo> {
+        let info = py
+            .detach(|| {
+                self.inner.append_txn_marker(
+                    producer_id,
+                    producer_epoch,
+                    coordinator_epoch,
+                    commit,
+                    leader_epoch,
+                )
+            })
+            .map_err(log_error)?;
+        Ok(append_info(&info))
+    }
+
+    /// First offset of the earliest open transaction, or the high watermark: what a
+    /// read_committed consumer may read up to.
+    #[getter]
+    fn last_stable_offset(&self) -> i64 {
+        self.inner.last_stable_offset()
+    }
+
+    /// `(producer_id, first_offset)` of the aborted transactions with data in
+    /// `[start_offset, upper_bound)` (a read_committed Fetch's `aborted_transactions`).
+    fn aborted_transactions(&self, start_offset: i64, upper_bound: i64) -> Vec<(i64, i64)> {
+        self.inner.aborted_transactions(start_offset, upper_bound)
     }
 
     /// A file slice of whole batches starting with the one holding `offset`, at most
@@ -317,6 +346,19 @@ impl PyLogManager {
             .unwrap_or_else(|e| e.into_inner())
             .clone()
             .ok_or_else(|| errors::LogError::new_err((-1i16, "the log manager is shut down")))
+    }
+}
+
+fn append_info(info: &kafkars_storage::LogAppendInfo) -> PyLogAppendInfo {
+    PyLogAppendInfo {
+        first_offset: info.first_offset,
+        last_offset: info.last_offset,
+        max_timestamp: info.max_timestamp,
+        offset_of_max_timestamp: info.offset_of_max_timestamp,
+        log_append_time: info.log_append_time,
+        log_start_offset: info.log_start_offset,
+        valid_bytes: info.valid_bytes,
+        num_messages: info.num_messages,
     }
 }
 

@@ -35,6 +35,7 @@ pub mod config;
 mod loader;
 pub mod log;
 pub mod producer_state;
+pub mod transaction_index;
 pub use config::{Clock, LogConfig, MockClock, SystemClock, TopicCompression};
 pub use loader::PartitionLoadStats;
 pub use log::{Log, LogAppendInfo, LogSegments};

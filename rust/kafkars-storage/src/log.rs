@@ -12,8 +12,9 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use kafkars_record::{
-    Compression, RecordBatch, RecordError, TimestampType, batches, recompress, set_base_offset,
-    set_log_append_time, set_partition_leader_epoch,
+    Compression, ControlRecordType, EndTransactionMarker, RecordBatch, RecordError, TimestampType,
+    batches, control_record_type, recompress, set_base_offset, set_log_append_time,
+    set_partition_leader_epoch,
 };
 
 use crate::config::{Clock, LogConfig, TopicCompression};
@@ -21,12 +22,13 @@ use crate::error::{IoContext, LogError, Result};
 use crate::fetch::{FetchDataInfo, LogOffsetMetadata};
 use crate::leader_epoch::LeaderEpochFileCache;
 use crate::loader::{PartitionLoadStats, load_segments};
-use crate::producer_state::{ProducerBatch, ProducerCheck, ProducerStateManager};
+use crate::producer_state::{CompletedTxn, ProducerBatch, ProducerCheck, ProducerStateManager};
 use crate::segment::{
     DELETED_FILE_SUFFIX, LogSegment, RollParams, SWAP_FILE_SUFFIX, TimestampAndOffset,
 };
 use crate::time_index::NO_TIMESTAMP;
 use crate::topic_partition::TopicPartition;
+use crate::transaction_index::{AbortedTxn, append_txn_index, read_txn_index, rewrite_txn_index};
 
 /// ListOffsets timestamp for the earliest offset.
 pub const EARLIEST_TIMESTAMP: i64 = -2;
@@ -86,6 +88,43 @@ struct LogState {
     epoch_cache: LeaderEpochFileCache,
     config: LogConfig,
     producer_state: ProducerStateManager,
+    /// Aborted transactions by the offset of their ABORT marker, kept in the
+    /// `.txnindex` of the segment holding the marker.
+    aborted: BTreeMap<i64, AbortedTxn>,
+}
+
+/// Who is appending: what is checked depends on it (Kafka's AppendOrigin).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AppendOrigin {
+    /// A producer: offsets assigned, duplicates and sequences checked, no control batches.
+    Client,
+    /// The transaction coordinator writing a marker.
+    Coordinator,
+    /// A follower copying the leader's batches as they are.
+    Replication,
+}
+
+/// Records the transaction `done` as aborted (once) in the marker segment's index.
+fn record_abort(
+    segment: &LogSegment,
+    producer_state: &ProducerStateManager,
+    aborted: &mut BTreeMap<i64, AbortedTxn>,
+    done: CompletedTxn,
+) -> Result<()> {
+    if aborted.contains_key(&done.last_offset) {
+        return Ok(());
+    }
+    let txn = AbortedTxn {
+        producer_id: done.producer_id,
+        first_offset: done.first_offset,
+        last_offset: done.last_offset,
+        last_stable_offset: producer_state
+            .first_unstable_offset()
+            .unwrap_or(done.last_offset + 1),
+    };
+    append_txn_index(segment.txn_index_path(), &txn)?;
+    aborted.insert(done.last_offset, txn);
+    Ok(())
 }
 
 /// Brings `producer_state` up to `log_end_offset` by replaying the producer fields of
@@ -93,6 +132,7 @@ struct LogState {
 fn replay_producer_state(
     segments: &LogSegments,
     producer_state: &mut ProducerStateManager,
+    aborted: &mut BTreeMap<i64, AbortedTxn>,
     log_end_offset: i64,
 ) -> Result<()> {
     let from = producer_state.map_end_offset();
@@ -101,7 +141,14 @@ fn replay_producer_state(
         .next_back()
         .map_or(i64::MIN, |(base, _)| *base);
     for (_, segment) in segments.range(first..) {
-        segment.producer_batches(from, |batch| producer_state.update(batch))?;
+        segment.producer_batches(from, |batch, control| {
+            if let Some(done) = producer_state.update(batch)
+                && control == Some(ControlRecordType::Abort)
+            {
+                record_abort(segment, producer_state, aborted, done)?;
+            }
+            Ok(())
+        })?;
     }
     producer_state.advance_to(log_end_offset);
     Ok(())
@@ -221,8 +268,14 @@ impl Log {
         }
         epoch_cache.truncate_from_end(leo)?;
         epoch_cache.truncate_from_start(log_start)?;
+        let mut aborted = BTreeMap::new();
+        for segment in segments.values() {
+            for txn in read_txn_index(segment.txn_index_path())? {
+                aborted.insert(txn.last_offset, txn);
+            }
+        }
         let mut producer_state = ProducerStateManager::load(dir, log_start, leo)?;
-        replay_producer_state(&segments, &mut producer_state, leo)?;
+        replay_producer_state(&segments, &mut producer_state, &mut aborted, leo)?;
         let recovery = if loaded.recovered {
             // Everything recovered was just validated; make it durable so the
             // recovery point can move to the end.
@@ -241,6 +294,7 @@ impl Log {
                 epoch_cache,
                 config,
                 producer_state,
+                aborted,
             })),
             clock,
             log_end_offset: AtomicI64::new(leo),
@@ -422,14 +476,71 @@ impl Log {
     }
 
     fn append(&self, records: &mut [u8], leader_epoch: Option<i32>) -> Result<LogAppendInfo> {
-        let result = self.append_locked(records, leader_epoch);
+        let origin = match leader_epoch {
+            Some(_) => AppendOrigin::Client,
+            None => AppendOrigin::Replication,
+        };
+        let result = self.append_locked(records, leader_epoch, origin);
         self.offline_on_io_error(result)
+    }
+
+    /// Appends the COMMIT or ABORT marker that ends `producer_id`'s transaction here
+    /// (WriteTxnMarkers), as the leader at `leader_epoch`.
+    pub fn append_txn_marker(
+        &self,
+        producer_id: i64,
+        producer_epoch: i16,
+        coordinator_epoch: i32,
+        commit: bool,
+        leader_epoch: i32,
+    ) -> Result<LogAppendInfo> {
+        let marker = EndTransactionMarker {
+            control_type: if commit {
+                ControlRecordType::Commit
+            } else {
+                ControlRecordType::Abort
+            },
+            coordinator_epoch,
+        };
+        let mut batch = marker.build_batch(
+            0,
+            self.clock.now_ms(),
+            leader_epoch,
+            producer_id,
+            producer_epoch,
+        )?;
+        let result = self.append_locked(&mut batch, Some(leader_epoch), AppendOrigin::Coordinator);
+        self.offline_on_io_error(result)
+    }
+
+    /// The last stable offset: below it every transaction is decided (read_committed
+    /// consumers read up to here). At most the high watermark.
+    pub fn last_stable_offset(&self) -> i64 {
+        let hw = self.high_watermark();
+        self.read_state()
+            .0
+            .producer_state
+            .first_unstable_offset()
+            .map_or(hw, |first| first.min(hw))
+    }
+
+    /// `(producer_id, first_offset)` of the aborted transactions with data in
+    /// `[start_offset, upper_bound)`, for a read_committed fetch of that range.
+    pub fn aborted_transactions(&self, start_offset: i64, upper_bound: i64) -> Vec<(i64, i64)> {
+        self.read_state()
+            .0
+            .aborted
+            .range(start_offset..)
+            .filter(|(_, t)| t.first_offset < upper_bound)
+            .map(|(_, t)| (t.producer_id, t.first_offset))
+            .collect()
     }
 
     fn append_locked(
         &self,
         records: &mut [u8],
         leader_epoch: Option<i32>,
+        origin: AppendOrigin,
     ) -> Result<LogAppendInfo> {
         let mut guard = self.write_state();
         // Checked under the lock so no append slips in after close().
@@ -452,6 +563,12 @@ impl Log {
                         size: batch.size_in_bytes(),
                         max: config.max_message_bytes,
                     });
+                }
+                if origin == AppendOrigin::Client && batch.is_control() {
+                    return Err(RecordError::InvalidRecord(
+                        "a producer may not append control batches".into(),
+                    )
+                    .into());
                 }
                 if leader_epoch.is_some() {
                     batch.validate_for_append()?;
@@ -487,7 +604,7 @@ impl Log {
                 RecordError::CorruptMessage("no record batches in the append".into()).into(),
             );
         }
-        if leader_epoch.is_some()
+        if origin == AppendOrigin::Client
             && let Some((first_offset, last_offset)) =
                 Self::check_producers(&st.producer_state, records)?
         {
@@ -620,17 +737,31 @@ impl Log {
             )));
         }
         active.append(last_offset, max_timestamp, offset_of_max_timestamp, bytes)?;
-        for batch in batches(bytes) {
-            if let Some(p) = ProducerBatch::of(&batch?) {
-                st.producer_state.update(&p);
-            }
-        }
-        st.producer_state.advance_to(next);
+
         let leo_md = LogOffsetMetadata {
             message_offset: next,
             segment_base_offset: active.base_offset(),
             relative_position_in_segment: active.size(),
         };
+        {
+            let LogState {
+                segments,
+                producer_state,
+                aborted,
+                ..
+            } = &mut *st;
+            let (_, active) = segments.iter().next_back().expect("active segment");
+            for batch in batches(bytes) {
+                let batch = batch?;
+                if let Some(p) = ProducerBatch::of(&batch)
+                    && let Some(done) = producer_state.update(&p)
+                    && control_record_type(&batch)? == Some(ControlRecordType::Abort)
+                {
+                    record_abort(active, producer_state, aborted, done)?;
+                }
+            }
+            producer_state.advance_to(next);
+        }
         for (epoch, start) in epoch_starts {
             if st.epoch_cache.latest_epoch() != Some(epoch) {
                 st.epoch_cache.assign(epoch, start)?;
@@ -987,7 +1118,11 @@ impl Log {
         st.epoch_cache.truncate_from_end(leo)?;
         st.producer_state
             .truncate_and_reload(self.log_start_offset().min(leo), leo)?;
-        replay_producer_state(&st.segments, &mut st.producer_state, leo)?;
+        st.aborted.retain(|marker, _| *marker < leo);
+        replay_producer_state(&st.segments, &mut st.producer_state, &mut st.aborted, leo)?;
+        let (&active_base, active) = st.segments.iter().next_back().expect("active segment");
+        let kept: Vec<AbortedTxn> = st.aborted.range(active_base..).map(|(_, t)| *t).collect();
+        rewrite_txn_index(active.txn_index_path(), &kept)?;
         self.high_watermark.fetch_min(leo, Ordering::AcqRel);
         self.recovery_point.fetch_min(leo, Ordering::AcqRel);
         self.log_start_offset.fetch_min(leo, Ordering::AcqRel);
@@ -1015,6 +1150,7 @@ impl Log {
         st.epoch_cache.clear()?;
         st.producer_state
             .truncate_and_reload(new_offset, new_offset)?;
+        st.aborted.clear();
         *lock(&self.leo_metadata) = LogOffsetMetadata {
             message_offset: new_offset,
             segment_base_offset: new_offset,
@@ -1084,6 +1220,7 @@ impl Log {
             pending.push((now.saturating_add(delay), seg));
         }
         let new_start = *st.segments.keys().next().expect("active remains");
+        st.aborted.retain(|marker, _| *marker >= new_start);
         if new_start > self.log_start_offset() {
             self.log_start_offset.store(new_start, Ordering::Release);
             st.epoch_cache.truncate_from_start(new_start)?;

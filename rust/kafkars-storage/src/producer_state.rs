@@ -12,7 +12,7 @@
 //! i32, last_offset: i64, offset_delta: i32, timestamp: i64, coordinator_epoch: i32,
 //! current_txn_first_offset: i64`, all big-endian.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -42,7 +42,18 @@ pub struct ProducerBatch {
     pub last_offset_delta: i32,
     pub last_offset: i64,
     pub max_timestamp: i64,
+    pub is_transactional: bool,
     pub is_control: bool,
+}
+
+/// A transaction that a COMMIT or ABORT marker ended on this partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompletedTxn {
+    pub producer_id: i64,
+    /// First offset of the transaction's data here.
+    pub first_offset: i64,
+    /// Offset of the marker.
+    pub last_offset: i64,
 }
 
 impl ProducerBatch {
@@ -55,8 +66,13 @@ impl ProducerBatch {
             last_offset_delta: batch.last_offset_delta(),
             last_offset: batch.last_offset(),
             max_timestamp: batch.max_timestamp(),
+            is_transactional: batch.is_transactional(),
             is_control: batch.is_control(),
         })
+    }
+
+    fn first_offset(&self) -> i64 {
+        self.last_offset - i64::from(self.last_offset_delta)
     }
 
     fn last_sequence(&self) -> i32 {
@@ -174,6 +190,9 @@ pub enum ProducerCheck {
 pub struct ProducerStateManager {
     dir: PathBuf,
     producers: HashMap<i64, ProducerStateEntry>,
+    /// Open transactions by their first offset: the first one bounds the last stable
+    /// offset.
+    ongoing: BTreeMap<i64, i64>,
     /// The next offset the state has seen (everything below is accounted for).
     map_end_offset: i64,
 }
@@ -186,6 +205,7 @@ impl ProducerStateManager {
         let mut manager = Self {
             dir: dir.to_path_buf(),
             producers: HashMap::new(),
+            ongoing: BTreeMap::new(),
             map_end_offset: log_start_offset,
         };
         let mut snapshots = list_snapshots(dir)?;
@@ -201,6 +221,10 @@ impl ProducerStateManager {
             }
             match read_snapshot(&path) {
                 Ok(entries) => {
+                    manager.ongoing = entries
+                        .iter()
+                        .filter_map(|e| Some((e.current_txn_first_offset?, e.producer_id)))
+                        .collect();
                     manager.producers = entries.into_iter().map(|e| (e.producer_id, e)).collect();
                     manager.map_end_offset = offset;
                     break;
@@ -272,21 +296,41 @@ impl ProducerStateManager {
         Ok(ProducerCheck::Append)
     }
 
-    /// Records an appended batch (from a client, a replica, or replay on load).
-    pub fn update(&mut self, batch: &ProducerBatch) {
+    /// Records an appended batch (from a client, a replica, or replay on load). A
+    /// marker returns the transaction it ended.
+    pub fn update(&mut self, batch: &ProducerBatch) -> Option<CompletedTxn> {
         let entry = self
             .producers
             .entry(batch.producer_id)
             .or_insert_with(|| ProducerStateEntry::empty(batch.producer_id));
+        let mut completed = None;
         if batch.is_control {
             // A transaction marker ends the producer's transaction; no sequence.
             entry.producer_epoch = entry.producer_epoch.max(batch.producer_epoch);
-            entry.current_txn_first_offset = None;
+            if let Some(first_offset) = entry.current_txn_first_offset.take() {
+                self.ongoing.remove(&first_offset);
+                completed = Some(CompletedTxn {
+                    producer_id: batch.producer_id,
+                    first_offset,
+                    last_offset: batch.last_offset,
+                });
+            }
             entry.last_timestamp = batch.max_timestamp;
         } else {
             entry.add_batch(batch);
+            if batch.is_transactional && entry.current_txn_first_offset.is_none() {
+                entry.current_txn_first_offset = Some(batch.first_offset());
+                self.ongoing.insert(batch.first_offset(), batch.producer_id);
+            }
         }
         self.map_end_offset = self.map_end_offset.max(batch.last_offset + 1);
+        completed
+    }
+
+    /// First offset of the earliest open transaction (the last stable offset is at
+    /// most this).
+    pub fn first_unstable_offset(&self) -> Option<i64> {
+        self.ongoing.keys().next().copied()
     }
 
     /// Notes that offsets up to `next_offset` are accounted for (batches without a
@@ -465,6 +509,7 @@ mod tests {
             last_offset_delta: n - 1,
             last_offset,
             max_timestamp: 1_000,
+            is_transactional: false,
             is_control: false,
         }
     }
@@ -604,6 +649,33 @@ mod tests {
         assert_eq!(loaded.producer_count(), 0);
         assert_eq!(loaded.map_end_offset(), 0);
         assert!(!path.exists());
+    }
+
+    #[test]
+    fn transactions_bound_the_last_stable_offset_until_their_marker() {
+        let (dir, mut m) = manager();
+        let txn = |pid, seq, n, last| ProducerBatch {
+            is_transactional: true,
+            ..batch(pid, 0, seq, n, last)
+        };
+        let marker = |pid, offset| ProducerBatch {
+            is_transactional: true,
+            is_control: true,
+            ..batch(pid, 0, -1, 1, offset)
+        };
+        assert_eq!(m.update(&txn(1, 0, 2, 1)), None);
+        assert_eq!(m.update(&txn(2, 0, 1, 2)), None);
+        assert_eq!(m.update(&txn(1, 2, 1, 3)), None);
+        assert_eq!(m.first_unstable_offset(), Some(0));
+        m.take_snapshot().unwrap();
+        let done = m.update(&marker(1, 4)).unwrap();
+        assert_eq!((done.first_offset, done.last_offset), (0, 4));
+        assert_eq!(m.first_unstable_offset(), Some(2));
+        // Open transactions survive a snapshot and reload.
+        let loaded = ProducerStateManager::load(dir.path(), 0, 4).unwrap();
+        assert_eq!(loaded.first_unstable_offset(), Some(0));
+        assert_eq!(m.update(&marker(2, 5)).map(|t| t.first_offset), Some(2));
+        assert_eq!(m.first_unstable_offset(), None);
     }
 
     #[test]

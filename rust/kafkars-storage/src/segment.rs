@@ -8,13 +8,16 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::UNIX_EPOCH;
 
-use kafkars_record::{LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, RecordBatch};
+use kafkars_record::{
+    ControlRecordType, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, RecordBatch, control_record_type,
+};
 
 use crate::error::{IoContext, LogError, Result};
 use crate::fetch::{FetchDataInfo, FileSlice, LogOffsetMetadata};
 use crate::offset_index::{OffsetIndex, OffsetPosition};
 use crate::producer_state::ProducerBatch;
 use crate::time_index::{NO_TIMESTAMP, TimeIndex, TimestampOffset};
+use crate::transaction_index::TXN_INDEX_FILE_SUFFIX;
 
 /// Suffix of segment data files.
 pub const LOG_FILE_SUFFIX: &str = ".log";
@@ -39,6 +42,8 @@ pub fn segment_file_name(base_offset: i64, suffix: &str) -> String {
 
 /// Attributes bit of control batches (transaction markers).
 const CONTROL_ATTRIBUTE: i16 = 0x20;
+/// Attributes bit of transactional batches.
+const TRANSACTIONAL_ATTRIBUTE: i16 = 0x10;
 
 /// The header fields of a batch, read without its records.
 #[derive(Debug, Clone, Copy)]
@@ -71,6 +76,7 @@ impl BatchHeader {
             last_offset_delta,
             last_offset,
             max_timestamp,
+            is_transactional: attributes & TRANSACTIONAL_ATTRIBUTE != 0,
             is_control: attributes & CONTROL_ATTRIBUTE != 0,
         });
         Some(BatchHeader {
@@ -151,6 +157,8 @@ pub struct LogSegment {
     log_path: PathBuf,
     offset_index_path: PathBuf,
     time_index_path: PathBuf,
+    /// The `.txnindex` (aborted transactions); its entries live in the log's state.
+    txn_index_path: PathBuf,
     /// Opened on first use; shared with file slices handed to the network layer.
     log_file: OnceLock<Arc<File>>,
     size: u32,
@@ -213,7 +221,11 @@ impl LogSegment {
             .truncate(true)
             .open(&seg.log_path)
             .at(&seg.log_path)?;
-        for p in [&seg.offset_index_path, &seg.time_index_path] {
+        for p in [
+            &seg.offset_index_path,
+            &seg.time_index_path,
+            &seg.txn_index_path,
+        ] {
             match fs::remove_file(p) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                     return Err(LogError::io(p, e));
@@ -287,6 +299,7 @@ impl LogSegment {
             log_path: path(LOG_FILE_SUFFIX),
             offset_index_path: path(INDEX_FILE_SUFFIX),
             time_index_path: path(TIME_INDEX_FILE_SUFFIX),
+            txn_index_path: path(TXN_INDEX_FILE_SUFFIX),
             log_file: OnceLock::new(),
             size: 0,
             offset_index: Mutex::new(None),
@@ -324,6 +337,11 @@ impl LogSegment {
     /// Path of the `.timeindex` file.
     pub fn time_index_path(&self) -> &Path {
         &self.time_index_path
+    }
+
+    /// Path of the `.txnindex` file.
+    pub fn txn_index_path(&self) -> &Path {
+        &self.txn_index_path
     }
 
     /// The open `.log` file (opened on first use).
@@ -427,16 +445,26 @@ impl LogSegment {
 
     /// The producer fields of the batches ending at or after `from`, in log order
     /// (replayed into the producer state on load).
+    /// Control batches (markers) are read whole to pass their type.
     pub(crate) fn producer_batches(
         &self,
         from: i64,
-        mut f: impl FnMut(&ProducerBatch),
+        mut f: impl FnMut(&ProducerBatch, Option<ControlRecordType>) -> Result<()>,
     ) -> Result<()> {
-        self.scan_headers(0, |h, _, _| {
+        let file = self.log_file()?;
+        self.scan_headers(0, |h, pos, _| {
             if h.last_offset >= from
                 && let Some(p) = &h.producer
             {
-                f(p);
+                let control = if p.is_control {
+                    let mut buf = vec![0u8; h.size as usize];
+                    file.read_exact_at(&mut buf, u64::from(pos))
+                        .at(&self.log_path)?;
+                    control_record_type(&RecordBatch::new(&buf)?)?
+                } else {
+                    None
+                };
+                f(p, control)?;
             }
             Ok(true)
         })
@@ -1009,6 +1037,9 @@ impl LogSegment {
             None => rename_if_exists(&self.time_index_path, &new_ti)?,
         }
         self.time_index_path = new_ti;
+        let new_txn = rename(&self.txn_index_path);
+        rename_if_exists(&self.txn_index_path, &new_txn)?;
+        self.txn_index_path = new_txn;
         Ok(())
     }
 
@@ -1018,6 +1049,7 @@ impl LogSegment {
             &self.log_path,
             &self.offset_index_path,
             &self.time_index_path,
+            &self.txn_index_path,
         ] {
             match fs::remove_file(p) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => {

@@ -559,3 +559,72 @@ fn idempotent_retries_are_answered_with_their_offsets_across_restarts() {
         assert!((1..=2).contains(&snapshots), "{snapshots} snapshots");
     }
 }
+
+fn transactional_batch(producer_id: i64, sequence: i32, n: usize) -> Vec<u8> {
+    let mut b = kafkars_record::RecordBatchBuilder::new()
+        .producer(producer_id, 0, sequence)
+        .transactional(true);
+    for _ in 0..n {
+        b.append(kafkars_record::NewRecord::with_value(1_000, b"t".to_vec()));
+    }
+    b.build().unwrap()
+}
+
+#[test]
+fn transaction_markers_move_the_last_stable_offset_and_index_aborts() {
+    for clean in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = Arc::new(MockClock::new(1_000));
+        let log = open(dir.path(), small_config(), true, 0, &clock);
+        let sync = |log: &kafkars_storage::Log| log.set_high_watermark(log.log_end_offset());
+        log.append_as_leader(&mut batch(2, 1_000, 10), 0).unwrap(); // 0-1
+        log.append_as_leader(&mut transactional_batch(5, 0, 3), 0)
+            .unwrap(); // 2-4
+        log.append_as_leader(&mut transactional_batch(6, 0, 2), 0)
+            .unwrap(); // 5-6
+        sync(&log);
+        assert_eq!(log.last_stable_offset(), 2);
+        // Producer 5 aborts (marker at 7): producer 6 still holds the LSO at 5.
+        let marker = log.append_txn_marker(5, 0, 3, false, 0).unwrap();
+        assert_eq!(marker.first_offset, 7);
+        sync(&log);
+        assert_eq!(log.last_stable_offset(), 5);
+        assert_eq!(log.aborted_transactions(0, 8), vec![(5, 2)]);
+        assert_eq!(log.aborted_transactions(8, 20), vec![]);
+        // Producer 6 commits (marker at 8): everything is stable.
+        log.append_txn_marker(6, 0, 3, true, 0).unwrap();
+        sync(&log);
+        assert_eq!(log.last_stable_offset(), 9);
+        assert_eq!(log.aborted_transactions(0, 9), vec![(5, 2)]);
+        // A producer may not write markers itself.
+        let mut forged = kafkars_record::EndTransactionMarker {
+            control_type: kafkars_record::ControlRecordType::Commit,
+            coordinator_epoch: 0,
+        }
+        .build_batch(0, 1_000, 0, 6, 0)
+        .unwrap();
+        assert_eq!(
+            log.append_as_leader(&mut forged, 0)
+                .unwrap_err()
+                .kafka_error_code(),
+            87
+        );
+        // An open transaction at shutdown, and the index, come back on reopen.
+        log.append_as_leader(&mut transactional_batch(7, 0, 1), 0)
+            .unwrap(); // 9
+        if clean {
+            log.close().unwrap();
+        } else {
+            std::fs::remove_file(dir.path().join("00000000000000000000.txnindex")).unwrap();
+        }
+        drop(log);
+        let log = open(dir.path(), small_config(), clean, 0, &clock);
+        sync(&log);
+        assert_eq!(log.last_stable_offset(), 9);
+        assert_eq!(log.aborted_transactions(0, 10), vec![(5, 2)]);
+        log.append_txn_marker(7, 0, 3, false, 0).unwrap();
+        sync(&log);
+        assert_eq!(log.last_stable_offset(), 11);
+        assert_eq!(log.aborted_transactions(0, 11), vec![(5, 2), (7, 9)]);
+    }
+}
