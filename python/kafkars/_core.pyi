@@ -261,6 +261,7 @@ class SocketServer:
         max_connections_per_ip_overrides: Mapping[str, int] = ...,
         socket_send_buffer_bytes: int = -1,
         socket_receive_buffer_bytes: int = -1,
+        tls: Mapping[str, Mapping[str, Any]] = ...,
     ) -> None: ...
     listeners: list[tuple[str, str, str, int]]
     request_queue_size: int

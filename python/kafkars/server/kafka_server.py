@@ -17,6 +17,7 @@ from typing import Any
 
 from kafkars import _core
 from kafkars.config import ConfigException, ConfigStore, KafkaConfig, LogConfig, describe_topic
+from kafkars.config.ssl import tls_settings_by_listener
 from kafkars.coordinator.group import GroupCoordinator
 from kafkars.coordinator.group.consumer_group import ConsumerGroupConfig, ConsumerGroupCoordinator
 from kafkars.coordinator.group.group_coordinator import GroupConfig
@@ -98,7 +99,7 @@ def storage_settings(config: LogConfig) -> dict[str, Any]:
 # Security protocols the socket server implements. A listener declared with any other is
 # refused at start-up: serving it as plaintext would leave an operator who configured
 # TLS or SASL unprotected without knowing it.
-SERVED_SECURITY_PROTOCOLS = frozenset({"PLAINTEXT"})
+SERVED_SECURITY_PROTOCOLS = frozenset({"PLAINTEXT", "SSL"})
 
 
 def refuse_unserved_security_protocols(config: KafkaConfig) -> None:
@@ -269,6 +270,7 @@ class KafkaServer:
             max_connections_per_ip=int(self.config.get("max.connections.per.ip")),
             socket_send_buffer_bytes=int(self.config.get("socket.send.buffer.bytes")),
             socket_receive_buffer_bytes=int(self.config.get("socket.receive.buffer.bytes")),
+            tls=tls_settings_by_listener(self.config),
         )
         t = step("socket server", t)
         metrics_port = self.config.get("kafkars.metrics.port")

@@ -262,6 +262,40 @@ struct Running {
     handlers: RequestHandlerPool,
 }
 
+/// One listener's TLS settings as the configuration layer resolves them (PEM bytes).
+#[derive(FromPyObject)]
+pub(crate) struct PyTlsSettings {
+    #[pyo3(item)]
+    certificate_chain: Vec<u8>,
+    #[pyo3(item)]
+    private_key: Vec<u8>,
+    #[pyo3(item)]
+    truststore: Option<Vec<u8>>,
+    #[pyo3(item)]
+    client_auth: String,
+    #[pyo3(item)]
+    protocols: Vec<String>,
+    #[pyo3(item)]
+    cipher_suites: Vec<String>,
+}
+
+impl PyTlsSettings {
+    fn to_settings(&self) -> PyResult<kafkars_server::tls::TlsSettings> {
+        let client_auth = kafkars_server::tls::ClientAuth::from_name(&self.client_auth)
+            .ok_or_else(|| {
+                PyValueError::new_err(format!("ssl.client.auth: unknown {:?}", self.client_auth))
+            })?;
+        Ok(kafkars_server::tls::TlsSettings {
+            certificate_chain_pem: self.certificate_chain.clone(),
+            private_key_pem: self.private_key.clone(),
+            truststore_pem: self.truststore.clone(),
+            client_auth,
+            protocols: self.protocols.clone(),
+            cipher_suites: self.cipher_suites.clone(),
+        })
+    }
+}
+
 /// Kafka's SocketServer plus its request handler pool. Starts on construction.
 #[pyclass(name = "SocketServer", module = "kafkars._core")]
 pub(crate) struct PySocketServer {
@@ -281,6 +315,7 @@ impl PySocketServer {
         connections_max_idle_ms = 600_000, max_connections = 2_147_483_647,
         max_connections_per_ip = 2_147_483_647, max_connections_per_ip_overrides = HashMap::new(),
         socket_send_buffer_bytes = -1, socket_receive_buffer_bytes = -1,
+        tls = HashMap::new(),
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -298,6 +333,7 @@ impl PySocketServer {
         max_connections_per_ip_overrides: HashMap<String, usize>,
         socket_send_buffer_bytes: i64,
         socket_receive_buffer_bytes: i64,
+        tls: HashMap<String, PyTlsSettings>,
     ) -> PyResult<Self> {
         let overrides = max_connections_per_ip_overrides
             .into_iter()
@@ -310,16 +346,28 @@ impl PySocketServer {
             })
             .collect::<PyResult<_>>()?;
         let buffer = |n: i64| (n > 0).then_some(n as usize);
-        let config = SocketServerConfig {
-            listeners: listeners
-                .into_iter()
-                .map(|(listener_name, security_protocol, host, port)| EndPoint {
+        let listeners = listeners
+            .into_iter()
+            .map(|(listener_name, security_protocol, host, port)| {
+                let tls = match tls.get(&listener_name) {
+                    None => None,
+                    Some(settings) => Some(
+                        kafkars_server::tls::server_config(&settings.to_settings()?).map_err(
+                            |e| PyValueError::new_err(format!("listener {listener_name}: {e}")),
+                        )?,
+                    ),
+                };
+                Ok(EndPoint {
                     listener_name,
                     security_protocol,
                     host,
                     port,
+                    tls,
                 })
-                .collect(),
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let config = SocketServerConfig {
+            listeners,
             num_network_threads,
             queued_max_requests,
             queued_max_request_bytes: buffer(queued_max_request_bytes),

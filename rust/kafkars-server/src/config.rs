@@ -13,6 +13,8 @@ pub struct EndPoint {
     pub host: String,
     /// Port to bind; 0 picks a free port (see [`crate::BoundListener`]).
     pub port: u16,
+    /// TLS for `SSL` listeners (see [`crate::tls::server_config`]).
+    pub tls: Option<std::sync::Arc<rustls::ServerConfig>>,
 }
 
 /// Kafka's socket-server settings (`num.network.threads`, `queued.max.requests`, ...).
@@ -33,6 +35,8 @@ pub struct SocketServerConfig {
     pub socket_receive_buffer_bytes: Option<usize>,
     /// Requests a connection may have in flight before the processor stops reading it.
     pub max_in_flight_per_connection: usize,
+    /// How long a TLS handshake may take before the connection is dropped.
+    pub tls_handshake_timeout: Duration,
 }
 
 impl Default for SocketServerConfig {
@@ -43,6 +47,7 @@ impl Default for SocketServerConfig {
                 security_protocol: "PLAINTEXT".into(),
                 host: "127.0.0.1".into(),
                 port: 9092,
+                tls: None,
             }],
             num_network_threads: 3,
             queued_max_requests: 500,
@@ -55,6 +60,7 @@ impl Default for SocketServerConfig {
             socket_send_buffer_bytes: None,
             socket_receive_buffer_bytes: None,
             max_in_flight_per_connection: 100,
+            tls_handshake_timeout: Duration::from_secs(10),
         }
     }
 }

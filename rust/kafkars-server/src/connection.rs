@@ -5,9 +5,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::{Buf, BytesMut};
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::net::TcpStream;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::{Notify, Semaphore, mpsc, oneshot, watch};
 use tokio::time::{Instant as Deadline, sleep_until};
 use tracing::debug;
@@ -17,7 +16,7 @@ use crate::connection_quotas::ConnectionSlot;
 use crate::frame::{FrameError, RequestHeader, parse_header};
 use crate::memory_pool::{MemoryGrant, MemoryPool};
 use crate::request_channel::{Request, RequestContext, Responder, Response, ResponseSend};
-use crate::send::write_response;
+use crate::send::{ResponseWriter, write_response};
 
 /// A response slot in request order: either already known or still with a handler.
 enum Pending {
@@ -32,7 +31,7 @@ const READ_CHUNK: usize = 64 * 1024;
 /// Reads size-prefixed frames into a buffer that survives cancellation, so idle and
 /// shutdown checks can interrupt a read without losing bytes (check, then parse).
 struct FrameReader {
-    half: OwnedReadHalf,
+    half: Box<dyn AsyncRead + Unpin + Send>,
     buffer: BytesMut,
     max_size: usize,
     pool: MemoryPool,
@@ -96,9 +95,46 @@ pub(crate) struct ConnectionHandler {
 }
 
 impl ConnectionHandler {
-    pub(crate) async fn run(mut self, stream: TcpStream) {
+    pub(crate) async fn run(self, stream: TcpStream, tls: Option<Arc<rustls::ServerConfig>>) {
         let _ = stream.set_nodelay(true);
-        let (read_half, write_half) = stream.into_split();
+        match tls {
+            None => {
+                let (read_half, write_half) = stream.into_split();
+                self.serve(Box::new(read_half), ResponseWriter::Plain(write_half))
+                    .await;
+            }
+            Some(config) => {
+                let acceptor = tokio_rustls::TlsAcceptor::from(config);
+                let handshake = tokio::time::timeout(
+                    self.config.tls_handshake_timeout,
+                    acceptor.accept(stream),
+                )
+                .await;
+                match handshake {
+                    Ok(Ok(tls)) => {
+                        let (read_half, write_half) = tokio::io::split(tls);
+                        self.serve(Box::new(read_half), ResponseWriter::Tls(write_half))
+                            .await;
+                    }
+                    Ok(Err(e)) => {
+                        debug!(connection = self.context.connection_id, error = %e, "TLS handshake failed");
+                    }
+                    Err(_) => {
+                        debug!(
+                            connection = self.context.connection_id,
+                            "TLS handshake timed out"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    async fn serve(
+        mut self,
+        read_half: Box<dyn AsyncRead + Unpin + Send>,
+        write_half: ResponseWriter,
+    ) {
         let (pending_tx, pending_rx) =
             mpsc::channel(self.config.max_in_flight_per_connection.max(1));
         let closed = Arc::new(Notify::new());
@@ -203,7 +239,7 @@ fn unsupported_response(header: &RequestHeader) -> ResponseSend {
 }
 
 async fn write_loop(
-    mut writer: OwnedWriteHalf,
+    mut writer: ResponseWriter,
     mut pending: mpsc::Receiver<Pending>,
     closed: Arc<Notify>,
 ) {
@@ -223,5 +259,5 @@ async fn write_loop(
         }
     }
     closed.notify_one();
-    let _ = tokio::io::AsyncWriteExt::shutdown(&mut writer).await;
+    let _ = writer.shutdown().await;
 }

@@ -17,6 +17,7 @@ mod memory_pool;
 mod request_channel;
 mod send;
 mod socket_server;
+pub mod tls;
 
 pub use config::{EndPoint, SocketServerConfig};
 pub use frame::RequestHeader;

@@ -1,23 +1,63 @@
-//! Writing a response: byte chunks with `write_all`, file regions with `sendfile(2)`.
+//! Writing a response: byte chunks with `write_all`, file regions with `sendfile(2)` on
+//! plaintext connections, or read and encrypted on TLS ones.
 
 use std::io;
+use std::os::unix::fs::FileExt;
 
-use tokio::io::{AsyncWriteExt, Interest};
+use tokio::io::{AsyncWriteExt, Interest, WriteHalf};
+use tokio::net::TcpStream;
 use tokio::net::tcp::OwnedWriteHalf;
+use tokio_rustls::server::TlsStream;
 
 use crate::request_channel::{FileRegion, ResponseChunk, ResponseSend};
 
+/// Bytes of a file region read per write on a TLS connection.
+const TLS_FILE_CHUNK: usize = 64 * 1024;
+
+/// The write side of a connection.
+pub(crate) enum ResponseWriter {
+    Plain(OwnedWriteHalf),
+    Tls(WriteHalf<TlsStream<TcpStream>>),
+}
+
+impl ResponseWriter {
+    async fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+        match self {
+            ResponseWriter::Plain(w) => w.write_all(bytes).await,
+            ResponseWriter::Tls(w) => w.write_all(bytes).await,
+        }
+    }
+
+    async fn flush(&mut self) -> io::Result<()> {
+        match self {
+            ResponseWriter::Plain(w) => w.flush().await,
+            ResponseWriter::Tls(w) => w.flush().await,
+        }
+    }
+
+    pub(crate) async fn shutdown(&mut self) -> io::Result<()> {
+        match self {
+            ResponseWriter::Plain(w) => w.shutdown().await,
+            ResponseWriter::Tls(w) => w.shutdown().await,
+        }
+    }
+}
+
 pub(crate) async fn write_response(
-    writer: &mut OwnedWriteHalf,
+    writer: &mut ResponseWriter,
     send: ResponseSend,
 ) -> io::Result<()> {
     for chunk in send.chunks {
         match chunk {
             ResponseChunk::Bytes(bytes) => writer.write_all(&bytes).await?,
-            ResponseChunk::File(region) => send_file(writer, &region).await?,
+            ResponseChunk::File(region) => match writer {
+                ResponseWriter::Plain(w) => send_file(w, &region).await?,
+                ResponseWriter::Tls(_) => copy_file(writer, &region).await?,
+            },
         }
     }
-    Ok(())
+    // TLS buffers records until flushed; plaintext writes are already on the socket.
+    writer.flush().await
 }
 
 /// Moves a file region to the socket inside the kernel: the record bytes never enter user
@@ -40,6 +80,21 @@ async fn send_file(writer: &mut OwnedWriteHalf, region: &FileRegion) -> io::Resu
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
             Err(e) => return Err(e),
         }
+    }
+    Ok(())
+}
+
+/// A file region through TLS: the bytes must be encrypted in user space, so they are
+/// read (from the page cache, as sendfile would) in chunks and written.
+async fn copy_file(writer: &mut ResponseWriter, region: &FileRegion) -> io::Result<()> {
+    let mut buf = vec![0u8; region.len.min(TLS_FILE_CHUNK)];
+    let mut offset = region.position;
+    let end = region.position + region.len as u64;
+    while offset < end {
+        let n = ((end - offset) as usize).min(buf.len());
+        region.file.read_exact_at(&mut buf[..n], offset)?;
+        writer.write_all(&buf[..n]).await?;
+        offset += n as u64;
     }
     Ok(())
 }

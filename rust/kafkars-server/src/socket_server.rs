@@ -30,8 +30,15 @@ pub struct BoundListener {
 struct NewConnection {
     stream: std::net::TcpStream,
     peer: SocketAddr,
-    endpoint: Arc<(Arc<str>, Arc<str>)>,
+    endpoint: Arc<ListenerInfo>,
     slot: ConnectionSlot,
+}
+
+/// What a connection needs to know of the listener that accepted it.
+struct ListenerInfo {
+    name: Arc<str>,
+    security_protocol: Arc<str>,
+    tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 /// Runs the acceptor and processor threads until [`SocketServer::shutdown`].
@@ -113,10 +120,11 @@ impl SocketServer {
         let processors = Arc::new(processors);
         for (endpoint, listener) in listeners {
             let acceptor = Acceptor {
-                endpoint: Arc::new((
-                    endpoint.listener_name.as_str().into(),
-                    endpoint.security_protocol.as_str().into(),
-                )),
+                endpoint: Arc::new(ListenerInfo {
+                    name: endpoint.listener_name.as_str().into(),
+                    security_protocol: endpoint.security_protocol.as_str().into(),
+                    tls: endpoint.tls.clone(),
+                }),
                 processors: Arc::clone(&processors),
                 quotas: Arc::clone(&quotas),
                 shutdown: shutdown_rx.clone(),
@@ -159,7 +167,7 @@ impl SocketServer {
 }
 
 struct Acceptor {
-    endpoint: Arc<(Arc<str>, Arc<str>)>,
+    endpoint: Arc<ListenerInfo>,
     processors: Arc<Vec<mpsc::UnboundedSender<NewConnection>>>,
     quotas: Arc<ConnectionQuotas>,
     shutdown: watch::Receiver<bool>,
@@ -249,8 +257,8 @@ impl Processor {
                             context: Arc::new(RequestContext {
                                 connection_id: self.next_connection_id.fetch_add(1, Ordering::Relaxed),
                                 processor_id: self.id,
-                                listener_name: Arc::clone(&new.endpoint.0),
-                                security_protocol: Arc::clone(&new.endpoint.1),
+                                listener_name: Arc::clone(&new.endpoint.name),
+                                security_protocol: Arc::clone(&new.endpoint.security_protocol),
                                 client_addr: new.peer,
                             }),
                             requests: self.requests.clone(),
@@ -259,7 +267,7 @@ impl Processor {
                             slot: new.slot,
                             pool: self.pool.clone(),
                         };
-                        connections.spawn(handler.run(stream));
+                        connections.spawn(handler.run(stream, new.endpoint.tls.clone()));
                     }
                 }
             }

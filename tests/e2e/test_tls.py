@@ -1,0 +1,158 @@
+"""SSL listeners (rustls): confluent-kafka clients over TLS, client certificates with
+`ssl.client.auth`, and settings refused at start-up with one line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka.admin import AdminClient
+
+from kafkars.broker import Broker
+
+
+def openssl(*args: str, cwd: Path) -> None:
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def signed(cwd: Path, name: str, subject: str, extensions: str) -> None:
+    """A certificate for `subject` signed by the CA; X.509 v3, as webpki requires."""
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key",
+            "-out", f"{name}.csr", "-subj", subject, cwd=cwd)  # fmt: skip
+    (cwd / f"{name}.ext").write_text(extensions)
+    extra = ["-extfile", f"{name}.ext"]
+    openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+            "-CAcreateserial", "-out", f"{name}.pem", "-days", "2", *extra, cwd=cwd)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A CA, a server certificate for 127.0.0.1 and a client certificate."""
+    d = tmp_path_factory.mktemp("pki")
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key",
+            "-out", "ca.pem", "-days", "2", "-subj", "/CN=kafkars-test-ca", cwd=d)  # fmt: skip
+    signed(d, "server", "/CN=localhost", "subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+    signed(d, "client", "/CN=alice/O=kafkars", "extendedKeyUsage=clientAuth\n")
+    (d / "server-keystore.pem").write_bytes(
+        (d / "server.key").read_bytes() + (d / "server.pem").read_bytes()
+    )
+    return d
+
+
+def ssl_broker(pki: Path, **extra: str) -> Broker:
+    config = {
+        "listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(pki / "server-keystore.pem"),
+        "auto.create.topics.enable": "true",
+        **extra,
+    }
+    return Broker(config=config)
+
+
+def ssl_bootstrap(broker: Broker) -> str:
+    (_, _, host, port) = next(x for x in broker.listeners if x[0] == "SSL")
+    return f"{host}:{port}"
+
+
+@pytest.fixture(scope="module")
+def tls_broker(pki: Path) -> Iterator[Broker]:
+    with ssl_broker(pki) as b:
+        yield b
+
+
+def test_produce_and_consume_over_tls(tls_broker: Broker, pki: Path, topic: str) -> None:
+    conf = {
+        "bootstrap.servers": ssl_bootstrap(tls_broker),
+        "security.protocol": "SSL",
+        "ssl.ca.location": str(pki / "ca.pem"),
+    }
+    p = Producer({**conf, "compression.type": "lz4"})
+    for i in range(2000):
+        p.produce(topic, key=str(i).encode(), value=b"x" * 300 + str(i).encode())
+    assert p.flush(30) == 0
+    c = Consumer({**conf, "group.id": "tls", "auto.offset.reset": "earliest"})
+    c.subscribe([topic])
+    got = 0
+    try:
+        while got < 2000:
+            msgs = c.consume(500, timeout=10)
+            assert msgs, f"{got} of 2000 records over TLS"
+            for m in msgs:
+                assert m.error() is None, m.error()
+            got += len(msgs)
+    finally:
+        c.close()
+    assert got == 2000
+
+
+def test_a_client_that_does_not_trust_the_broker_fails(tls_broker: Broker, topic: str) -> None:
+    admin = AdminClient(
+        {"bootstrap.servers": ssl_bootstrap(tls_broker), "security.protocol": "SSL"}
+    )
+    with pytest.raises(KafkaException):
+        admin.list_topics(timeout=3)
+    # The plaintext listener of the same broker still serves.
+    assert (
+        AdminClient({"bootstrap.servers": tls_broker.bootstrap_servers})
+        .list_topics(timeout=10)
+        .brokers
+    )
+
+
+def test_client_auth_required(pki: Path) -> None:
+    with ssl_broker(
+        pki,
+        **{
+            "ssl.client.auth": "required",
+            "ssl.truststore.type": "PEM",
+            "ssl.truststore.location": str(pki / "ca.pem"),
+        },  # fmt: skip
+    ) as b:
+        base = {
+            "bootstrap.servers": ssl_bootstrap(b),
+            "security.protocol": "SSL",
+            "ssl.ca.location": str(pki / "ca.pem"),
+        }
+        with pytest.raises(KafkaException):
+            AdminClient(base).list_topics(timeout=3)
+        with_cert = {
+            **base,
+            "ssl.certificate.location": str(pki / "client.pem"),
+            "ssl.key.location": str(pki / "client.key"),
+        }
+        assert AdminClient(with_cert).list_topics(timeout=10).brokers
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"ssl.keystore.type": "JKS"}, "only PEM stores are supported"),
+        ({"ssl.keystore.location": "/nonexistent/keystore.pem"}, "cannot read it"),
+        ({"ssl.enabled.protocols": "TLSv1.1"}, "ssl.enabled.protocols"),
+        ({"ssl.client.auth": "required"}, "truststore"),
+    ],
+)
+def test_bad_ssl_settings_refuse_to_start(
+    pki: Path, tmp_path: Path, overrides: dict[str, str], message: str
+) -> None:
+    settings = {
+        "listeners": "SSL://127.0.0.1:0",
+        "inter.broker.listener.name": "SSL",
+        "log.dirs": str(tmp_path / "data"),
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(pki / "server-keystore.pem"),
+        **overrides,
+    }
+    args = [sys.executable, "-m", "kafkars.server.cli"]
+    for k, v in settings.items():
+        args += ["--override", f"{k}={v}"]
+    result = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output
+    assert message in output, output
+    assert "Traceback" not in output
