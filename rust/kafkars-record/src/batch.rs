@@ -251,6 +251,11 @@ impl<'a> RecordBatch<'a> {
 
     /// The records, decompressed if needed.
     pub fn records(&self) -> Result<Records<'a>, RecordError> {
+        self.records_with_limit(compression::MAX_DECOMPRESSED_SIZE)
+    }
+
+    /// [`records`](Self::records), refusing to decompress to more than `limit` bytes.
+    pub fn records_with_limit(&self, limit: usize) -> Result<Records<'a>, RecordError> {
         let count = self.records_count();
         if count < 0 {
             return Err(RecordError::corrupt(format!(
@@ -259,7 +264,11 @@ impl<'a> RecordBatch<'a> {
         }
         let body = match self.compression()? {
             Compression::None => Cow::Borrowed(self.records_bytes()),
-            c => Cow::Owned(compression::decompress(c, self.records_bytes())?),
+            c => Cow::Owned(compression::decompress_with_limit(
+                c,
+                self.records_bytes(),
+                limit,
+            )?),
         };
         Ok(Records::new(self, body))
     }
@@ -272,6 +281,11 @@ impl<'a> RecordBatch<'a> {
     /// see [`validate_for_append`](Self::validate_for_append) for what a producer
     /// may send.
     pub fn validate(&self) -> Result<(), RecordError> {
+        self.validate_with_limit(compression::MAX_DECOMPRESSED_SIZE)
+    }
+
+    /// [`validate`](Self::validate) with decompression bounded by `limit` bytes.
+    pub fn validate_with_limit(&self, limit: usize) -> Result<(), RecordError> {
         self.ensure_valid()?;
         let last_offset_delta = self.last_offset_delta();
         if last_offset_delta < 0 {
@@ -279,7 +293,7 @@ impl<'a> RecordBatch<'a> {
                 "negative lastOffsetDelta {last_offset_delta}"
             )));
         }
-        let records = self.records()?;
+        let records = self.records_with_limit(limit)?;
         let body = records.body();
         let count = records.len();
         let mut pos = 0;
@@ -311,7 +325,13 @@ impl<'a> RecordBatch<'a> {
     /// produced batches: at least one record, and offset deltas exactly
     /// `0, 1, ..., lastOffsetDelta`.
     pub fn validate_for_append(&self) -> Result<(), RecordError> {
-        self.validate()?;
+        self.validate_for_append_with_limit(compression::MAX_DECOMPRESSED_SIZE)
+    }
+
+    /// [`validate_for_append`](Self::validate_for_append) with decompression bounded by
+    /// `limit` bytes (see [`compression::decompression_limit`]).
+    pub fn validate_for_append_with_limit(&self, limit: usize) -> Result<(), RecordError> {
+        self.validate_with_limit(limit)?;
         let count = self.records_count();
         if count == 0 {
             return Err(RecordError::invalid("record batch has no records"));

@@ -14,6 +14,16 @@ use crate::error::RecordError;
 /// rarely expands more than a few times.
 pub const MAX_DECOMPRESSED_SIZE: usize = 256 << 20;
 
+/// How far a batch of `max_message_bytes` (the topic's `max.message.bytes`) may inflate
+/// when a produced batch is validated: 64 times its allowed size (real data compresses
+/// far less; producers bound batches by their uncompressed size), at least 8 MiB and at
+/// most [`MAX_DECOMPRESSED_SIZE`]. A zip bomb stops there instead of being inflated.
+pub fn decompression_limit(max_message_bytes: usize) -> usize {
+    max_message_bytes
+        .saturating_mul(64)
+        .clamp(8 << 20, MAX_DECOMPRESSED_SIZE)
+}
+
 /// The compression codec of a record batch (attributes bits 0-2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Compression {

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+use kafkars_record::compression::decompression_limit;
 use kafkars_record::{
     Compression, ControlRecordType, EndTransactionMarker, RecordBatch, RecordError, TimestampType,
     batches, control_record_type, recompress, set_base_offset, set_log_append_time,
@@ -571,7 +572,9 @@ impl Log {
                     .into());
                 }
                 if leader_epoch.is_some() {
-                    batch.validate_for_append()?;
+                    batch.validate_for_append_with_limit(decompression_limit(
+                        config.max_message_bytes,
+                    ))?;
                 } else {
                     batch.validate()?;
                 }

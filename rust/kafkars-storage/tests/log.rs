@@ -628,3 +628,29 @@ fn transaction_markers_move_the_last_stable_offset_and_index_aborts() {
         assert_eq!(log.aborted_transactions(0, 11), vec![(5, 2), (7, 9)]);
     }
 }
+
+#[test]
+fn a_zip_bomb_is_refused_not_inflated() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(MockClock::new(1_000));
+    let config = LogConfig {
+        max_message_bytes: 100_000,
+        ..small_config()
+    };
+    let log = open(dir.path(), config, true, 0, &clock);
+    // 12 MiB of zeros compress to a few KiB: under max.message.bytes on the wire, but
+    // past the decompression limit (8 MiB here) once inflated.
+    let mut b = kafkars_record::RecordBatchBuilder::new().compression(Compression::Zstd);
+    for _ in 0..6 {
+        b.append(kafkars_record::NewRecord::with_value(
+            1_000,
+            vec![0u8; 2 << 20],
+        ));
+    }
+    let mut bomb = b.build().unwrap();
+    assert!(bomb.len() < 100_000, "{} bytes compressed", bomb.len());
+    let err = log.append_as_leader(&mut bomb, 0).unwrap_err();
+    assert_eq!(err.kafka_error_code(), 2, "{err}");
+    assert!(err.to_string().contains("exceed"), "{err}");
+    assert_eq!(log.log_end_offset(), 0);
+}
