@@ -543,12 +543,10 @@ impl Log {
         leader_epoch: Option<i32>,
         origin: AppendOrigin,
     ) -> Result<LogAppendInfo> {
-        let mut guard = self.write_state();
-        // Checked under the lock so no append slips in after close().
         self.check_open()?;
-        let st = &mut guard.0;
-        let now = self.clock.now_ms();
-        let config = st.config.clone();
+        // CRCs and decompression run before the write lock is taken: appends to one
+        // partition serialise only on the producer check, offsets and the write.
+        let config = self.read_state().0.config.clone();
 
         // Validate every batch before touching anything.
         let mut shallow_count = 0usize;
@@ -607,6 +605,11 @@ impl Log {
                 RecordError::CorruptMessage("no record batches in the append".into()).into(),
             );
         }
+        let mut guard = self.write_state();
+        // Checked under the lock so no append slips in after close().
+        self.check_open()?;
+        let st = &mut guard.0;
+        let now = self.clock.now_ms();
         if origin == AppendOrigin::Client
             && let Some((first_offset, last_offset)) =
                 Self::check_producers(&st.producer_state, records)?
