@@ -74,6 +74,13 @@ REQUESTS: dict[ApiKey, dict[str, Any]] = {
     ApiKey.DESCRIBE_CLUSTER: {"endpoint_type": 1},
     ApiKey.CONSUMER_GROUP_HEARTBEAT: {"group_id": "g"},
     ApiKey.CONSUMER_GROUP_DESCRIBE: {"group_ids": ["g", "h"]},
+    ApiKey.SASL_HANDSHAKE: {"mechanism": "PLAIN"},
+    ApiKey.SASL_AUTHENTICATE: {"auth_bytes": b""},
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: {"users": [{"name": "u"}]},
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: {
+        "deletions": [{"name": "u", "mechanism": 1}],
+        "upsertions": [{"name": "v", "mechanism": 2}],
+    },
 }
 
 

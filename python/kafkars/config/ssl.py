@@ -89,5 +89,5 @@ def tls_settings_by_listener(config: Any) -> dict[str, dict[str, Any]]:
     return {
         e.listener_name: listener_tls_settings(config, e.listener_name)
         for e in config.listeners
-        if e.security_protocol == "SSL"
+        if e.security_protocol in ("SSL", "SASL_SSL")
     }

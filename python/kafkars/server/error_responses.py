@@ -396,6 +396,30 @@ def _consumer_group_describe(
     }
 
 
+def _sasl_handshake(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
+    return {"error_code": code, "mechanisms": []}
+
+
+def _sasl_authenticate(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
+    return {"error_code": code, "error_message": message, "auth_bytes": b""}
+
+
+def _describe_user_scram_credentials(
+    body: Body, version: int, code: int, message: str | None
+) -> dict[str, Any]:
+    return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "results": []}
+
+
+def _alter_user_scram_credentials(
+    body: Body, version: int, code: int, message: str | None
+) -> dict[str, Any]:
+    users = dict.fromkeys(e["name"] for e in [*body["deletions"], *body["upsertions"]])
+    return {
+        "throttle_time_ms": 0,
+        "results": [{"user": u, "error_code": code, "error_message": message} for u in users],
+    }
+
+
 ERROR_RESPONSES: dict[ApiKey, Builder] = {
     ApiKey.PRODUCE: _produce,
     ApiKey.FETCH: _fetch,
@@ -425,6 +449,10 @@ ERROR_RESPONSES: dict[ApiKey, Builder] = {
     ApiKey.DESCRIBE_CLUSTER: _describe_cluster,
     ApiKey.CONSUMER_GROUP_HEARTBEAT: _consumer_group_heartbeat,
     ApiKey.CONSUMER_GROUP_DESCRIBE: _consumer_group_describe,
+    ApiKey.SASL_HANDSHAKE: _sasl_handshake,
+    ApiKey.SASL_AUTHENTICATE: _sasl_authenticate,
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: _describe_user_scram_credentials,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _alter_user_scram_credentials,
 }
 
 

@@ -18,6 +18,7 @@ from kafkars.server.apis import (
     list_offsets,
     metadata,
     produce,
+    sasl,
     topics,
     versions,
 )
@@ -59,6 +60,10 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.DELETE_GROUPS: groups.handle_delete_groups,
     ApiKey.CONSUMER_GROUP_HEARTBEAT: groups.handle_consumer_group_heartbeat,
     ApiKey.CONSUMER_GROUP_DESCRIBE: groups.handle_consumer_group_describe,
+    ApiKey.SASL_HANDSHAKE: sasl.handle_sasl_handshake,
+    ApiKey.SASL_AUTHENTICATE: sasl.handle_sasl_authenticate,
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: sasl.handle_describe_user_scram_credentials,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: sasl.handle_alter_user_scram_credentials,
 }
 
 
@@ -111,6 +116,12 @@ class KafkaApis:
             # Kafka's handleError: the request gets its API's error response
             # (UNKNOWN_SERVER_ERROR unless the exception maps to a Kafka error) and the
             # connection carries on.
+            respond_with_error(request, e)
+        except BaseException as e:
+            # A panic in the Rust core surfaces as pyo3's PanicException, a BaseException:
+            # it fails this request like any other error instead of the handler thread.
+            if type(e).__name__ != "PanicException":
+                raise
             respond_with_error(request, e)
         finally:
             self.request_count[key] = self.request_count.get(key, 0) + 1

@@ -16,13 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from kafkars import _core
-from kafkars.config import ConfigException, ConfigStore, KafkaConfig, LogConfig, describe_topic
+from kafkars.config import ConfigStore, KafkaConfig, LogConfig, describe_topic
 from kafkars.config.ssl import tls_settings_by_listener
 from kafkars.coordinator.group import GroupCoordinator
 from kafkars.coordinator.group.consumer_group import ConsumerGroupConfig, ConsumerGroupCoordinator
 from kafkars.coordinator.group.group_coordinator import GroupConfig
 from kafkars.coordinator.group.group_metadata_manager import GroupMetadataManager
 from kafkars.log import read_properties
+from kafkars.security.sasl import listener_sasl_settings
+from kafkars.security.scram import ScramCredentialStore
 from kafkars.server.delayed_fetch import FetchPurgatory
 from kafkars.server.delayed_produce import ProducePurgatory
 from kafkars.server.errors import Errors, KafkaError
@@ -96,25 +98,6 @@ def storage_settings(config: LogConfig) -> dict[str, Any]:
     }
 
 
-# Security protocols the socket server implements. A listener declared with any other is
-# refused at start-up: serving it as plaintext would leave an operator who configured
-# TLS or SASL unprotected without knowing it.
-SERVED_SECURITY_PROTOCOLS = frozenset({"PLAINTEXT", "SSL"})
-
-
-def refuse_unserved_security_protocols(config: KafkaConfig) -> None:
-    for endpoint in config.listeners:
-        if endpoint.security_protocol not in SERVED_SECURITY_PROTOCOLS:
-            raise ConfigException.invalid(
-                "listeners",
-                config.values["listeners"],
-                f"listener {endpoint.listener_name} uses security protocol "
-                f"{endpoint.security_protocol}, which this broker does not implement yet "
-                f"(served: {', '.join(sorted(SERVED_SECURITY_PROTOCOLS))}); refusing to start "
-                "rather than serve it unprotected",
-            )
-
-
 class KafkaServer:
     """One broker. `startup()` binds its listeners; `shutdown()` is graceful and idempotent."""
 
@@ -184,7 +167,8 @@ class KafkaServer:
             return now
 
         t = started
-        refuse_unserved_security_protocols(self.config)
+        self.sasl_settings = listener_sasl_settings(self.config)
+        tls_settings = tls_settings_by_listener(self.config)
         # Rust events below the level Python prints are not even formatted.
         _core.set_rust_log_level(logging.getLogger("kafkars").getEffectiveLevel())
         dirs = self.log_dirs
@@ -196,6 +180,7 @@ class KafkaServer:
         self.metadata = MetadataStore(Path(dirs[0]))
         # Dynamic broker configs (AlterConfigs on the broker resource) outrank the file.
         self.config_store = ConfigStore(Path(dirs[0]) / CONFIG_STORE_DIR)
+        self.scram_store = ScramCredentialStore(Path(dirs[0]) / CONFIG_STORE_DIR / "users")
         self.config = self.config.with_dynamic(
             self.config_store.broker_configs(self.broker_id),
             self.config_store.default_broker_configs(),
@@ -270,7 +255,7 @@ class KafkaServer:
             max_connections_per_ip=int(self.config.get("max.connections.per.ip")),
             socket_send_buffer_bytes=int(self.config.get("socket.send.buffer.bytes")),
             socket_receive_buffer_bytes=int(self.config.get("socket.receive.buffer.bytes")),
-            tls=tls_settings_by_listener(self.config),
+            tls=tls_settings,
         )
         t = step("socket server", t)
         metrics_port = self.config.get("kafkars.metrics.port")

@@ -52,6 +52,8 @@ pub(crate) struct PyRequest {
     response_header_version: i16,
     received_at: Instant,
     responder: Mutex<Option<Responder>>,
+    /// The connection's session (principal, SASL exchange), shared by its requests.
+    context: Arc<kafkars_server::RequestContext>,
 }
 
 impl PyRequest {
@@ -124,6 +126,32 @@ impl PyRequest {
     fn close_connection(&self) -> PyResult<()> {
         self.take_responder()?.send(Response::Close);
         Ok(())
+    }
+
+    /// The connection's principal (`User:...`), or None on a SASL connection that has not
+    /// authenticated yet.
+    #[getter]
+    fn principal(&self) -> Option<String> {
+        self.context.session.principal().map(|p| p.to_string())
+    }
+
+    /// Marks the connection authenticated as `principal` (after SaslAuthenticate).
+    fn authenticate(&self, principal: &str) {
+        self.context.session.set_principal(principal);
+    }
+
+    /// Takes the connection's SASL exchange in progress (None if there is none).
+    fn take_sasl_state(&self, py: Python<'_>) -> Py<PyAny> {
+        self.context
+            .session
+            .take_sasl_state()
+            .and_then(|state| state.downcast::<Py<PyAny>>().ok())
+            .map_or_else(|| py.None(), |state| *state)
+    }
+
+    /// Keeps `state` (the SASL exchange in progress) for the connection's next request.
+    fn put_sasl_state(&self, state: Py<PyAny>) {
+        self.context.session.put_sasl_state(Box::new(state));
     }
 
     /// Whether an answer has been given.
@@ -234,6 +262,7 @@ fn dispatch(handler: &Py<PyAny>, request: Request) {
             api,
             received_at,
             responder: Mutex::new(Some(responder)),
+            context: Arc::clone(&context),
         };
         let request = match Bound::new(py, request) {
             Ok(r) => r,

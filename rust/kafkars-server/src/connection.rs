@@ -187,6 +187,14 @@ impl ConnectionHandler {
             };
             deadline = Deadline::now() + idle;
             let (header, body) = parse_header(frame).map_err(|e| e.to_string())?;
+            if !self.context.session.allows(header.api_key) {
+                // Kafka closes a SASL connection that sends anything else before it has
+                // authenticated.
+                return Err(format!(
+                    "api key {} before SASL authentication",
+                    header.api_key
+                ));
+            }
             if header.unsupported_version
                 && header.api != Some(kafka_protocol::messages::ApiKey::ApiVersions)
             {

@@ -24,6 +24,6 @@ pub use frame::RequestHeader;
 pub use handler_pool::RequestHandlerPool;
 pub use request_channel::{
     FileRegion, Request, RequestChannel, RequestContext, Responder, Response, ResponseChunk,
-    ResponseSend,
+    ResponseSend, Session,
 };
 pub use socket_server::{BoundListener, SocketServer};

@@ -1,8 +1,9 @@
 //! The request channel between processors and handler threads, and what flows back.
 
+use std::any::Any;
 use std::fs::File;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use bytes::{BufMut, Bytes, BytesMut};
@@ -19,6 +20,57 @@ pub struct RequestContext {
     pub listener_name: Arc<str>,
     pub security_protocol: Arc<str>,
     pub client_addr: SocketAddr,
+    /// Who the connection is, once known (see [`Session`]).
+    pub session: Session,
+}
+
+/// Kafka's API keys a SASL connection may send before it has authenticated:
+/// ApiVersions, SaslHandshake, SaslAuthenticate.
+const SASL_HANDSHAKE_APIS: [i16; 3] = [18, 17, 36];
+
+/// The connection's authenticated principal and the state of a SASL exchange in
+/// progress (held for the Python authenticator, opaque here).
+#[derive(Debug, Default)]
+pub struct Session {
+    principal: Mutex<Option<Arc<str>>>,
+    sasl_state: Mutex<Option<Box<dyn Any + Send + Sync>>>,
+}
+
+impl Session {
+    /// Authenticated from the start (PLAINTEXT and SSL listeners).
+    pub fn authenticated(principal: &str) -> Self {
+        let session = Self::default();
+        session.set_principal(principal);
+        session
+    }
+
+    pub fn principal(&self) -> Option<Arc<str>> {
+        lock(&self.principal).clone()
+    }
+
+    /// Records a successful authentication (or re-authentication).
+    pub fn set_principal(&self, principal: &str) {
+        *lock(&self.principal) = Some(principal.into());
+    }
+
+    /// Takes the state of the SASL exchange in progress, if any.
+    pub fn take_sasl_state(&self) -> Option<Box<dyn Any + Send + Sync>> {
+        lock(&self.sasl_state).take()
+    }
+
+    pub fn put_sasl_state(&self, state: Box<dyn Any + Send + Sync>) {
+        *lock(&self.sasl_state) = Some(state);
+    }
+
+    /// Whether a request with `api_key` may be served: an unauthenticated connection
+    /// may only negotiate versions and authenticate.
+    pub fn allows(&self, api_key: i16) -> bool {
+        lock(&self.principal).is_some() || SASL_HANDSHAKE_APIS.contains(&api_key)
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// One request read off a connection, waiting for a handler.

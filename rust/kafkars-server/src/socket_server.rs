@@ -17,7 +17,10 @@ use crate::config::{EndPoint, SocketServerConfig};
 use crate::connection::ConnectionHandler;
 use crate::connection_quotas::{ConnectionQuotas, ConnectionSlot};
 use crate::memory_pool::MemoryPool;
-use crate::request_channel::{RequestChannel, RequestContext};
+use crate::request_channel::{RequestChannel, RequestContext, Session};
+
+/// Kafka's principal for a connection that did not authenticate.
+const ANONYMOUS: &str = "User:ANONYMOUS";
 
 /// A listener after binding: `port` 0 in the config becomes the real port here.
 #[derive(Clone, Debug)]
@@ -260,6 +263,13 @@ impl Processor {
                                 listener_name: Arc::clone(&new.endpoint.name),
                                 security_protocol: Arc::clone(&new.endpoint.security_protocol),
                                 client_addr: new.peer,
+                                // SASL listeners learn who the client is from its
+                                // SaslAuthenticate; the others know it at connect.
+                                session: if new.endpoint.security_protocol.starts_with("SASL_") {
+                                    Session::default()
+                                } else {
+                                    Session::authenticated(ANONYMOUS)
+                                },
                             }),
                             requests: self.requests.clone(),
                             config: Arc::clone(&self.config),

@@ -1,0 +1,1 @@
+"""Authentication: SASL mechanisms (PLAIN, SCRAM) and the credentials behind them."""
