@@ -7,12 +7,14 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
 from kafkars.broker import Broker
+from kafkars.server.api_keys import ApiKey
 
 
 def openssl(*args: str, cwd: Path) -> None:
@@ -125,7 +127,18 @@ def test_client_auth_required(pki: Path) -> None:
             "ssl.certificate.location": str(pki / "client.pem"),
             "ssl.key.location": str(pki / "client.key"),
         }
+        # The principal is the certificate's subject, as Kafka's default builder makes it.
+        principals: list[str] = []
+        apis = b._server.apis
+        metadata = apis.handlers[ApiKey.METADATA]
+
+        def spy(server: object, request: Any) -> Any:
+            principals.append(request.principal)
+            return metadata(server, request)
+
+        apis.handlers[ApiKey.METADATA] = spy
         assert AdminClient(with_cert).list_topics(timeout=10).brokers
+        assert "User:O=kafkars,CN=alice" in principals, principals
 
 
 @pytest.mark.parametrize(

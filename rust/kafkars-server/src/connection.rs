@@ -112,6 +112,20 @@ impl ConnectionHandler {
                 .await;
                 match handshake {
                     Ok(Ok(tls)) => {
+                        // An SSL client with a certificate is `User:<its subject DN>`, as
+                        // with Kafka's default principal builder (SASL_SSL clients are
+                        // who their SASL authentication says).
+                        let subject = tls
+                            .get_ref()
+                            .1
+                            .peer_certificates()
+                            .and_then(|chain| chain.first())
+                            .and_then(|cert| crate::tls::subject_dn(cert));
+                        if let Some(dn) = subject
+                            && !self.context.security_protocol.starts_with("SASL_")
+                        {
+                            self.context.session.set_principal(&format!("User:{dn}"));
+                        }
                         let (read_half, write_half) = tokio::io::split(tls);
                         self.serve(Box::new(read_half), ResponseWriter::Tls(write_half))
                             .await;

@@ -150,3 +150,67 @@ pub fn server_config(settings: &TlsSettings) -> Result<Arc<ServerConfig>, TlsErr
         .map_err(|e| TlsError::Keystore(format!("certificate and key do not match: {e}")))?;
     Ok(Arc::new(config))
 }
+
+/// The subject of a DER certificate as Java's `X500Principal.getName()` prints it
+/// (RFC 2253: most specific attribute first, comma-separated, special characters
+/// escaped), which is what Kafka's default SSL principal is made of.
+pub fn subject_dn(certificate_der: &[u8]) -> Option<String> {
+    use x509_parser::prelude::{FromDer, X509Certificate};
+    let (_, cert) = X509Certificate::from_der(certificate_der).ok()?;
+    let mut rdns = Vec::new();
+    for rdn in cert.subject().iter() {
+        let mut parts = Vec::new();
+        for attr in rdn.iter() {
+            let oid = attr.attr_type().to_id_string();
+            let name = match oid.as_str() {
+                "2.5.4.3" => "CN",
+                "2.5.4.6" => "C",
+                "2.5.4.7" => "L",
+                "2.5.4.8" => "ST",
+                "2.5.4.9" => "STREET",
+                "2.5.4.10" => "O",
+                "2.5.4.11" => "OU",
+                "0.9.2342.19200300.100.1.25" => "DC",
+                "0.9.2342.19200300.100.1.1" => "UID",
+                _ => oid.as_str(),
+            };
+            let value = attr.as_str().ok()?;
+            parts.push(format!("{name}={}", escape_dn_value(value)));
+        }
+        rdns.push(parts.join("+"));
+    }
+    rdns.reverse();
+    Some(rdns.join(","))
+}
+
+fn escape_dn_value(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    let last = value.chars().count().saturating_sub(1);
+    for (i, c) in value.chars().enumerate() {
+        let special = matches!(c, ',' | '+' | '"' | '\\' | '<' | '>' | ';')
+            || (i == 0 && (c == '#' || c == ' '))
+            || (i == last && c == ' ');
+        if special {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dn_values_are_escaped_as_rfc_2253_says() {
+        assert_eq!(escape_dn_value("alice"), "alice");
+        assert_eq!(escape_dn_value("a,b+c"), "a\\,b\\+c");
+        assert_eq!(escape_dn_value(" #x "), "\\ #x\\ ");
+    }
+
+    #[test]
+    fn garbage_is_not_a_certificate() {
+        assert_eq!(subject_dn(b"not a certificate"), None);
+    }
+}
