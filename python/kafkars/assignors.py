@@ -9,9 +9,11 @@ result depends only on its inputs.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
+
+from kafkars import _core
 
 TopicPartition = tuple[str, int]
 Assignment = dict[str, list[TopicPartition]]
@@ -148,75 +150,36 @@ class Subscription:
     rack_id: str | None = None
 
 
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self.data, self.pos = data, 0
-
-    def int(self, fmt: str) -> int:
-        (v,) = struct.unpack_from(fmt, self.data, self.pos)
-        self.pos += struct.calcsize(fmt)
-        return int(v)
-
-    def string(self) -> str | None:
-        n = self.int(">h")
-        if n < 0:
-            return None
-        v = self.data[self.pos : self.pos + n].decode()
-        self.pos += n
-        return v
-
-    def bytes_(self) -> bytes | None:
-        n = self.int(">i")
-        if n < 0:
-            return None
-        v = self.data[self.pos : self.pos + n]
-        self.pos += n
-        return bytes(v)
-
-    def topic_partitions(self) -> list[TopicPartition]:
-        out: list[TopicPartition] = []
-        for _ in range(self.int(">i")):
-            topic = self.string() or ""
-            out.extend((topic, self.int(">i")) for _ in range(self.int(">i")))
-        return out
-
-    @property
-    def more(self) -> bool:
-        return self.pos < len(self.data)
+def _partitions(entries: list[dict[str, Any]]) -> list[TopicPartition]:
+    return [(e["topic"], p) for e in entries for p in e["partitions"]]
 
 
 def decode_subscription(data: bytes) -> Subscription:
-    """ConsumerProtocolSubscription v0-v3 (what a JoinGroup's protocol metadata holds)."""
-    r = _Reader(data)
-    version = r.int(">h")
-    topics = [r.string() or "" for _ in range(r.int(">i"))]
-    sub = Subscription(topics, r.bytes_())
-    if version >= 1 and r.more:
-        sub.owned_partitions = r.topic_partitions()
-    if version >= 2 and r.more:
-        sub.generation_id = r.int(">i")
-    if version >= 3 and r.more:
-        sub.rack_id = r.string()
-    return sub
+    """ConsumerProtocolSubscription (what a JoinGroup's protocol metadata holds), read by
+    the broker's codec; versions newer than it knows are read as the newest it knows."""
+    _, sub = _core.protocol.decode_subscription(data)
+    return Subscription(
+        list(sub["topics"]),
+        sub["user_data"],
+        _partitions(sub["owned_partitions"]),
+        sub["generation_id"],
+        sub["rack_id"],
+    )
 
 
 def decode_assignment(data: bytes) -> list[TopicPartition]:
     """The partitions of a ConsumerProtocolAssignment (empty for an empty buffer)."""
     if len(data) < 2:
         return []
-    r = _Reader(data)
-    r.int(">h")
-    return r.topic_partitions()
+    _, assignment = _core.protocol.decode_assignment(data)
+    return _partitions(assignment["assigned_partitions"])
 
 
 def encode_assignment(partitions: Sequence[TopicPartition], version: int = 0) -> bytes:
     by_topic: dict[str, list[int]] = {}
     for t, p in sorted(partitions):
         by_topic.setdefault(t, []).append(p)
-    parts = [struct.pack(">hi", version, len(by_topic))]
-    for t, ps in by_topic.items():
-        name = t.encode()
-        parts.append(struct.pack(">h", len(name)) + name + struct.pack(">i", len(ps)))
-        parts.extend(struct.pack(">i", p) for p in ps)
-    parts.append(struct.pack(">i", -1))  # no user data
-    return b"".join(parts)
+    assigned = [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]
+    return _core.protocol.encode_assignment(
+        version, {"assigned_partitions": assigned, "user_data": None}
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -109,3 +110,20 @@ def test_consumer_protocol_formats() -> None:
     )  # fmt: skip
     s = decode_subscription(sub)
     assert s.topics == ["t"] and s.user_data is None and s.owned_partitions == [("t", 3)]
+
+
+def test_consumer_protocol_versions_and_bad_input() -> None:
+    v3 = (
+        b"\x00\x03" + b"\x00\x00\x00\x01" + b"\x00\x01t" + b"\x00\x00\x00\x02ud"
+        + b"\x00\x00\x00\x00" + b"\x00\x00\x00\x07" + b"\x00\x04rack"
+    )  # fmt: skip
+    s = decode_subscription(v3)
+    assert (s.user_data, s.generation_id, s.rack_id) == (b"ud", 7, "rack")
+    # A newer client's version is read as the newest known; what it appended is ignored.
+    future = b"\x00\x09" + v3[2:] + b"new fields"
+    assert decode_subscription(future).rack_id == "rack"
+    # A hostile topic count is refused, not allocated.
+    with pytest.raises(ValueError):
+        decode_subscription(b"\x00\x00\x7f\xff\xff\xff")
+    with pytest.raises(ValueError):
+        decode_subscription(b"\x00")

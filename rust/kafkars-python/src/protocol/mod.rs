@@ -9,7 +9,10 @@
 //! Entry points for the server: [`request_to_py`], [`response_from_py`],
 //! [`encode_response`], [`api_key_name`].
 use bytes::BytesMut;
-use kafka_protocol::messages::{ApiKey, RequestKind};
+use kafka_protocol::messages::{
+    ApiKey, ConsumerProtocolAssignment, ConsumerProtocolSubscription, RequestKind,
+};
+use kafka_protocol::protocol::{Decodable, Encodable, Message};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyMapping, PyString};
@@ -208,6 +211,77 @@ fn decode_response<'py>(
     response_to_py(py, &response)
 }
 
+/// Reads a consumer protocol message (a JoinGroup's protocol metadata or a
+/// SyncGroup's assignment): a version, then the message at that version. A version
+/// newer than kafka-protocol knows is read as the newest it knows, the fields a newer
+/// client added being ignored as Kafka's ConsumerProtocol does.
+fn decode_consumer_protocol<'py, M: Decodable + Message + ToPy>(
+    py: Python<'py>,
+    data: &[u8],
+) -> PyResult<(i16, Bound<'py, PyAny>)> {
+    let mut buf = bytes::Bytes::copy_from_slice(data);
+    if buf.len() < 2 {
+        return Err(PyValueError::new_err(
+            "consumer protocol data shorter than its version",
+        ));
+    }
+    let version = bytes::Buf::get_i16(&mut buf);
+    if version < 0 {
+        return Err(PyValueError::new_err(format!(
+            "negative consumer protocol version {version}"
+        )));
+    }
+    let message = M::decode(&mut buf, version.min(M::VERSIONS.max))
+        .map_err(|e| PyValueError::new_err(format!("{e:#}")))?;
+    Ok((version, message.to_py(py)?))
+}
+
+fn encode_consumer_protocol<'py, M: Encodable + FromPy>(
+    py: Python<'py>,
+    version: i16,
+    message: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let message = M::from_py(message)?;
+    let mut buf = BytesMut::new();
+    buf.extend_from_slice(&version.to_be_bytes());
+    message
+        .encode(&mut buf, version)
+        .map_err(|e| PyValueError::new_err(format!("{e:#}")))?;
+    Ok(PyBytes::new(py, &buf))
+}
+
+/// `(version, dict)` of a ConsumerProtocolSubscription.
+#[pyfunction]
+fn decode_subscription<'py>(py: Python<'py>, data: &[u8]) -> PyResult<(i16, Bound<'py, PyAny>)> {
+    decode_consumer_protocol::<ConsumerProtocolSubscription>(py, data)
+}
+
+/// `(version, dict)` of a ConsumerProtocolAssignment.
+#[pyfunction]
+fn decode_assignment<'py>(py: Python<'py>, data: &[u8]) -> PyResult<(i16, Bound<'py, PyAny>)> {
+    decode_consumer_protocol::<ConsumerProtocolAssignment>(py, data)
+}
+
+/// A ConsumerProtocolSubscription at `version`, version prefix included.
+#[pyfunction]
+fn encode_subscription<'py>(
+    py: Python<'py>,
+    version: i16,
+    subscription: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    encode_consumer_protocol::<ConsumerProtocolSubscription>(py, version, subscription)
+}
+
+/// A ConsumerProtocolAssignment at `version`, version prefix included.
+#[pyfunction]
+fn encode_assignment<'py>(
+    py: Python<'py>,
+    version: i16,
+    assignment: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    encode_consumer_protocol::<ConsumerProtocolAssignment>(py, version, assignment)
+}
+
 /// `{name: (api_key, min_version, max_version)}` for every API kafka-protocol knows;
 /// the versions are those the bridge can decode and encode (`supported_versions`).
 #[pyfunction]
@@ -231,6 +305,10 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sub.add_function(wrap_pyfunction!(api_keys, &sub)?)?;
     sub.add_function(wrap_pyfunction!(encode_request, &sub)?)?;
     sub.add_function(wrap_pyfunction!(decode_response, &sub)?)?;
+    sub.add_function(wrap_pyfunction!(decode_subscription, &sub)?)?;
+    sub.add_function(wrap_pyfunction!(decode_assignment, &sub)?)?;
+    sub.add_function(wrap_pyfunction!(encode_subscription, &sub)?)?;
+    sub.add_function(wrap_pyfunction!(encode_assignment, &sub)?)?;
     m.add_submodule(&sub)?;
     // Make `import kafkars._core.protocol` work, not only attribute access.
     py.import("sys")?
