@@ -140,6 +140,14 @@ impl PyRequest {
         self.context.session.set_principal(principal);
     }
 
+    /// Mutes the connection for `throttle_ms` (its quota was exceeded): it reads no
+    /// further request until then, as Kafka does (KIP-219).
+    fn throttle(&self, throttle_ms: u64) {
+        self.context
+            .session
+            .throttle(Duration::from_millis(throttle_ms));
+    }
+
     /// Takes the connection's SASL exchange in progress (None if there is none).
     fn take_sasl_state(&self, py: Python<'_>) -> Py<PyAny> {
         self.context

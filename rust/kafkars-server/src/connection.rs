@@ -228,6 +228,16 @@ impl ConnectionHandler {
                 }
                 _ = closed.notified() => return Ok(()),
             };
+            // A throttled connection (quota exceeded) gets nothing more handled until its
+            // time is up. Checked once the previous request is answered, since that answer
+            // is where the throttle is decided.
+            if let Some(until) = self.context.session.muted_until() {
+                tokio::select! {
+                    _ = self.shutdown.changed() => return Ok(()),
+                    _ = closed.notified() => return Ok(()),
+                    _ = sleep_until(Deadline::from_std(until)) => {}
+                }
+            }
             let (tx, rx) = oneshot::channel();
             pending
                 .send(Pending::Waiting(rx))

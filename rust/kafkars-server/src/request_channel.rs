@@ -34,6 +34,8 @@ const SASL_HANDSHAKE_APIS: [i16; 3] = [18, 17, 36];
 pub struct Session {
     principal: Mutex<Option<Arc<str>>>,
     sasl_state: Mutex<Option<Box<dyn Any + Send + Sync>>>,
+    /// Quota throttling (KIP-219): the connection reads nothing more until then.
+    muted_until: Mutex<Option<Instant>>,
 }
 
 impl Session {
@@ -60,6 +62,25 @@ impl Session {
 
     pub fn put_sasl_state(&self, state: Box<dyn Any + Send + Sync>) {
         *lock(&self.sasl_state) = Some(state);
+    }
+
+    /// Mutes the connection for `duration` after the response that carries the throttle
+    /// time, as Kafka does when a client exceeds its quota (the client backs off too).
+    pub fn throttle(&self, duration: std::time::Duration) {
+        let until = Instant::now() + duration;
+        let mut muted = lock(&self.muted_until);
+        if muted.is_none_or(|current| current < until) {
+            *muted = Some(until);
+        }
+    }
+
+    /// Until when the connection is muted, if it is.
+    pub fn muted_until(&self) -> Option<Instant> {
+        let mut muted = lock(&self.muted_until);
+        if muted.is_some_and(|until| until <= Instant::now()) {
+            *muted = None;
+        }
+        *muted
     }
 
     /// Whether a request with `api_key` may be served: an unauthenticated connection
@@ -222,5 +243,34 @@ impl RequestChannel {
     /// Stops accepting requests; handlers drain what is queued and then see `None`.
     pub fn close(&self) {
         self.sender.close();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn throttling_mutes_until_the_latest_deadline() {
+        let session = Session::authenticated("User:ANONYMOUS");
+        assert!(session.muted_until().is_none());
+        session.throttle(Duration::from_millis(200));
+        session.throttle(Duration::from_millis(10)); // a shorter throttle does not shorten it
+        let until = session.muted_until().expect("muted");
+        assert!(until >= Instant::now() + Duration::from_millis(150));
+        session.throttle(Duration::ZERO);
+        assert!(session.muted_until().is_some());
+    }
+
+    #[test]
+    fn sasl_sessions_allow_only_the_handshake_before_authentication() {
+        let session = Session::default();
+        assert!(session.allows(18) && session.allows(17) && session.allows(36));
+        assert!(!session.allows(3));
+        session.set_principal("User:alice");
+        assert!(session.allows(3));
+        assert_eq!(session.principal().as_deref(), Some("User:alice"));
     }
 }
