@@ -237,6 +237,27 @@ class AclAuthorizer:
             )
         return allowed
 
+    def allowed_on_any(
+        self,
+        principal: str,
+        host: str,
+        operation: AclOperation,
+        resource_type: ResourceType,
+    ) -> bool:
+        """Whether some resource of the type allows `operation` to the principal (Kafka's
+        authorizeByResourceType, used for idempotent producers since KIP-679)."""
+        if principal in self.super_users:
+            return True
+        with self._lock:
+            candidates = [b for b in self._acls if b.resource_type == resource_type]
+        names = {b.resource_name for b in candidates if b.permission == AclPermissionType.ALLOW}
+        return any(
+            self._decide(
+                [b for b in candidates if b.resource_name == name], principal, host, operation
+            )
+            for name in names
+        )
+
     def _decide(
         self, relevant: list[AclBinding], principal: str, host: str, operation: AclOperation
     ) -> bool:
@@ -256,3 +277,32 @@ class AclAuthorizer:
         return any(
             b.permission == AclPermissionType.ALLOW and b.operation in granting for b in mine
         )
+
+
+# `authorizer.class.name` values served by this authorizer (ZooKeeper-era and KRaft).
+AUTHORIZER_CLASS_NAMES = (
+    "kafka.security.authorizer.AclAuthorizer",
+    "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+)
+
+
+def build_authorizer(config: object, directory: Path) -> AclAuthorizer | None:
+    """The authorizer `authorizer.class.name` asks for; None when it is empty."""
+    from kafkars.config.definition import ConfigException
+
+    get = config.get  # type: ignore[attr-defined]
+    name = str(get("authorizer.class.name") or "").strip()
+    if not name:
+        return None
+    if name not in AUTHORIZER_CLASS_NAMES:
+        raise ConfigException.invalid(
+            "authorizer.class.name",
+            name,
+            f"the built-in ACL authorizer answers to {' or '.join(AUTHORIZER_CLASS_NAMES)}",
+        )
+    supers = {p.strip() for p in str(get("super.users") or "").split(";") if p.strip()}
+    return AclAuthorizer(
+        directory / "acls.json",
+        super_users=supers,
+        allow_everyone_if_no_acl_found=bool(get("allow.everyone.if.no.acl.found")),
+    )

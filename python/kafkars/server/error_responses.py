@@ -420,6 +420,20 @@ def _alter_user_scram_credentials(
     }
 
 
+def _create_acls(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
+    result = {"error_code": code, "error_message": message}
+    return {"throttle_time_ms": 0, "results": [result for _ in body["creations"]]}
+
+
+def _describe_acls(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
+    return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "resources": []}
+
+
+def _delete_acls(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
+    result: dict[str, Any] = {"error_code": code, "error_message": message, "matching_acls": []}
+    return {"throttle_time_ms": 0, "filter_results": [result for _ in body["filters"]]}
+
+
 ERROR_RESPONSES: dict[ApiKey, Builder] = {
     ApiKey.PRODUCE: _produce,
     ApiKey.FETCH: _fetch,
@@ -449,6 +463,9 @@ ERROR_RESPONSES: dict[ApiKey, Builder] = {
     ApiKey.DESCRIBE_CLUSTER: _describe_cluster,
     ApiKey.CONSUMER_GROUP_HEARTBEAT: _consumer_group_heartbeat,
     ApiKey.CONSUMER_GROUP_DESCRIBE: _consumer_group_describe,
+    ApiKey.CREATE_ACLS: _create_acls,
+    ApiKey.DESCRIBE_ACLS: _describe_acls,
+    ApiKey.DELETE_ACLS: _delete_acls,
     ApiKey.SASL_HANDSHAKE: _sasl_handshake,
     ApiKey.SASL_AUTHENTICATE: _sasl_authenticate,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: _describe_user_scram_credentials,

@@ -8,8 +8,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kafkars import _core
+from kafkars.security.authorization import first_denial, required
 from kafkars.server.api_keys import ApiKey, advertised_versions
 from kafkars.server.apis import (
+    acls,
     cluster,
     configs,
     delete_records,
@@ -22,12 +24,13 @@ from kafkars.server.apis import (
     topics,
     versions,
 )
-from kafkars.server.error_responses import respond_with_error
+from kafkars.server.error_responses import error_response, respond_with_error
 
 if TYPE_CHECKING:
     from kafkars.server.kafka_server import KafkaServer
 
 log = logging.getLogger("kafkars.server.KafkaApis")
+log_authorizer = logging.getLogger("kafka.authorizer.logger")
 
 Handler = Callable[["KafkaServer", Any], "dict[str, Any] | None"]
 
@@ -60,6 +63,9 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.DELETE_GROUPS: groups.handle_delete_groups,
     ApiKey.CONSUMER_GROUP_HEARTBEAT: groups.handle_consumer_group_heartbeat,
     ApiKey.CONSUMER_GROUP_DESCRIBE: groups.handle_consumer_group_describe,
+    ApiKey.CREATE_ACLS: acls.handle_create_acls,
+    ApiKey.DESCRIBE_ACLS: acls.handle_describe_acls,
+    ApiKey.DELETE_ACLS: acls.handle_delete_acls,
     ApiKey.SASL_HANDSHAKE: sasl.handle_sasl_handshake,
     ApiKey.SASL_AUTHENTICATE: sasl.handle_sasl_authenticate,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: sasl.handle_describe_user_scram_credentials,
@@ -72,6 +78,10 @@ def codec_version_ranges() -> dict[int, tuple[int, int]]:
     return {key: (low, high) for key, low, high in _core.protocol.api_keys().values()}
 
 
+def _topic_names_by_id(server: Any) -> dict[Any, str]:
+    return {t.topic_id: t.name for t in server.metadata.topics()}
+
+
 class KafkaApis:
     """Called on the handler threads with each request; returns its response (or None when
     the handler answers later, as delayed operations do)."""
@@ -82,6 +92,31 @@ class KafkaApis:
         self.advertised = advertised_versions(set(self.handlers), codec_version_ranges())
         self.request_count: dict[int, int] = {}
         self.request_time_ns: dict[int, int] = {}
+
+    def _authorized(self, authorizer: Any, request: Any) -> bool:
+        """Checks the request against the ACLs; a denied one is answered here with its
+        API's error response carrying the authorization error."""
+        key = ApiKey(request.api_key)
+        names = _topic_names_by_id(self.server) if key == ApiKey.FETCH else {}
+        principal = request.principal or "User:ANONYMOUS"
+        denied = first_denial(
+            authorizer, principal, request.client_host, required(key, request.body, names)
+        )
+        if denied is None:
+            return True
+        log_authorizer.info(
+            "Principal = %s is Denied %s (%s) from host = %s",
+            principal,
+            key.name,
+            denied.name,
+            request.client_host,
+        )
+        response = error_response(request.api_key, request.api_version, request.body, denied)
+        if response is None:
+            request.close_connection()
+        else:
+            request.respond(response)
+        return False
 
     def handle(self, request: Any) -> dict[str, Any] | None:
         key = request.api_key
@@ -106,6 +141,9 @@ class KafkaApis:
             request.respond_unsupported_version()
             return None
         started = time.perf_counter_ns()
+        authorizer = getattr(self.server, "authorizer", None)
+        if authorizer is not None and not self._authorized(authorizer, request):
+            return None
         try:
             response = handler(self.server, request)
             if response is not None:

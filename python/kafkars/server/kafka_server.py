@@ -23,6 +23,7 @@ from kafkars.coordinator.group.consumer_group import ConsumerGroupConfig, Consum
 from kafkars.coordinator.group.group_coordinator import GroupConfig
 from kafkars.coordinator.group.group_metadata_manager import GroupMetadataManager
 from kafkars.log import read_properties
+from kafkars.security.authorizer import build_authorizer
 from kafkars.security.sasl import listener_sasl_settings
 from kafkars.security.scram import ScramCredentialStore
 from kafkars.server.delayed_fetch import FetchPurgatory
@@ -181,6 +182,7 @@ class KafkaServer:
         # Dynamic broker configs (AlterConfigs on the broker resource) outrank the file.
         self.config_store = ConfigStore(Path(dirs[0]) / CONFIG_STORE_DIR)
         self.scram_store = ScramCredentialStore(Path(dirs[0]) / CONFIG_STORE_DIR / "users")
+        self.authorizer = build_authorizer(self.config, Path(dirs[0]) / CONFIG_STORE_DIR)
         self.config = self.config.with_dynamic(
             self.config_store.broker_configs(self.broker_id),
             self.config_store.default_broker_configs(),

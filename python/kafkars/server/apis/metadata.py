@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kafkars.security.authorizer import AclOperation, ResourceType
 from kafkars.server.errors import Errors, KafkaError
 from kafkars.server.metadata import validate_topic_name
 
@@ -65,9 +66,30 @@ def handle_metadata(server: KafkaServer, request: Any) -> dict[str, Any]:
             if name is not None:
                 names.append(name)
         auto_create = body["allow_auto_topic_creation"] or request.api_version < 4
+    authorizer = getattr(server, "authorizer", None)
+    principal = request.principal or "User:ANONYMOUS"
+
+    def may(op: AclOperation, rtype: ResourceType, name: str) -> bool:
+        host = request.client_host
+        return authorizer is None or authorizer.authorize(principal, host, op, rtype, name)
+
+    listing_all = requested is None or (request.api_version == 0 and not requested)
     topics = []
     for name in names:
-        if server.metadata.get(name) is None and auto_create and server.auto_create_topics:
+        # Kafka hides the topics a principal may not describe from a full listing and
+        # answers TOPIC_AUTHORIZATION_FAILED for the ones it asked for by name.
+        if not may(AclOperation.DESCRIBE, ResourceType.TOPIC, name):
+            if not listing_all:
+                topics.append({"error_code": int(Errors.TOPIC_AUTHORIZATION_FAILED), "name": name})
+            continue
+        creating = server.metadata.get(name) is None and auto_create and server.auto_create_topics
+        if creating and not (
+            may(AclOperation.CREATE, ResourceType.CLUSTER, "kafka-cluster")
+            or may(AclOperation.CREATE, ResourceType.TOPIC, name)
+        ):
+            topics.append({"error_code": int(Errors.TOPIC_AUTHORIZATION_FAILED), "name": name})
+            continue
+        if creating:
             try:
                 validate_topic_name(name)
                 server.create_topic(name, server.default_partitions, {})
