@@ -74,6 +74,8 @@ REQUESTS: dict[ApiKey, dict[str, Any]] = {
     ApiKey.DESCRIBE_CLUSTER: {"endpoint_type": 1},
     ApiKey.CONSUMER_GROUP_HEARTBEAT: {"group_id": "g"},
     ApiKey.CONSUMER_GROUP_DESCRIBE: {"group_ids": ["g", "h"]},
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: {},
+    ApiKey.ALTER_CLIENT_QUOTAS: {"entries": [{"entity": [{"entity_type": "user"}]}]},
     ApiKey.CREATE_ACLS: {"creations": [{"resource_name": "t"}, {"resource_name": "u"}]},
     ApiKey.DESCRIBE_ACLS: {},
     ApiKey.DELETE_ACLS: {"filters": [{}, {}]},

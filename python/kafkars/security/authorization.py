@@ -144,6 +144,10 @@ def required(
         return [_cluster(Op.ALTER)]
     if api_key == k.DESCRIBE_USER_SCRAM_CREDENTIALS:
         return [_cluster(Op.DESCRIBE)]
+    if api_key == k.DESCRIBE_CLIENT_QUOTAS:
+        return [_cluster(Op.DESCRIBE_CONFIGS)]
+    if api_key == k.ALTER_CLIENT_QUOTAS:
+        return [_cluster(Op.ALTER_CONFIGS)]
     if api_key == k.INIT_PRODUCER_ID:
         if b.get("transactional_id"):
             return [_txn(Op.WRITE, b["transactional_id"])]

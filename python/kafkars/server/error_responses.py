@@ -434,6 +434,24 @@ def _delete_acls(body: Body, version: int, code: int, message: str | None) -> di
     return {"throttle_time_ms": 0, "filter_results": [result for _ in body["filters"]]}
 
 
+def _describe_client_quotas(
+    body: Body, version: int, code: int, message: str | None
+) -> dict[str, Any]:
+    return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "entries": None}
+
+
+def _alter_client_quotas(
+    body: Body, version: int, code: int, message: str | None
+) -> dict[str, Any]:
+    return {
+        "throttle_time_ms": 0,
+        "entries": [
+            {"error_code": code, "error_message": message, "entity": e["entity"]}
+            for e in body["entries"]
+        ],
+    }
+
+
 ERROR_RESPONSES: dict[ApiKey, Builder] = {
     ApiKey.PRODUCE: _produce,
     ApiKey.FETCH: _fetch,
@@ -463,6 +481,8 @@ ERROR_RESPONSES: dict[ApiKey, Builder] = {
     ApiKey.DESCRIBE_CLUSTER: _describe_cluster,
     ApiKey.CONSUMER_GROUP_HEARTBEAT: _consumer_group_heartbeat,
     ApiKey.CONSUMER_GROUP_DESCRIBE: _consumer_group_describe,
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: _describe_client_quotas,
+    ApiKey.ALTER_CLIENT_QUOTAS: _alter_client_quotas,
     ApiKey.CREATE_ACLS: _create_acls,
     ApiKey.DESCRIBE_ACLS: _describe_acls,
     ApiKey.DELETE_ACLS: _delete_acls,

@@ -20,11 +20,13 @@ from kafkars.server.apis import (
     list_offsets,
     metadata,
     produce,
+    quotas,
     sasl,
     topics,
     versions,
 )
 from kafkars.server.error_responses import error_response, respond_with_error
+from kafkars.server.quota_manager import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE
 
 if TYPE_CHECKING:
     from kafkars.server.kafka_server import KafkaServer
@@ -63,6 +65,8 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.DELETE_GROUPS: groups.handle_delete_groups,
     ApiKey.CONSUMER_GROUP_HEARTBEAT: groups.handle_consumer_group_heartbeat,
     ApiKey.CONSUMER_GROUP_DESCRIBE: groups.handle_consumer_group_describe,
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: quotas.handle_describe_client_quotas,
+    ApiKey.ALTER_CLIENT_QUOTAS: quotas.handle_alter_client_quotas,
     ApiKey.CREATE_ACLS: acls.handle_create_acls,
     ApiKey.DESCRIBE_ACLS: acls.handle_describe_acls,
     ApiKey.DELETE_ACLS: acls.handle_delete_acls,
@@ -92,6 +96,33 @@ class KafkaApis:
         self.advertised = advertised_versions(set(self.handlers), codec_version_ranges())
         self.request_count: dict[int, int] = {}
         self.request_time_ns: dict[int, int] = {}
+
+    def _throttle(self, request: Any, key: int, response: dict[str, Any], took_ns: int) -> None:
+        """Records the request against its client's quotas; over quota, the response
+        carries the throttle time and the connection is muted for it (KIP-219)."""
+        principal = request.principal or "User:ANONYMOUS"
+        user = principal.split(":", 1)[-1]
+        client = request.client_id or ""
+        now = int(time.time() * 1000)
+        manager = self.server.quota_manager
+        throttle = manager.record(REQUEST_PERCENTAGE, user, client, took_ns / 1e6, now)
+        if key == ApiKey.PRODUCE:
+            size = sum(
+                len(p["records"] or b"")
+                for t in request.body["topic_data"]
+                for p in t["partition_data"]
+            )
+            throttle = max(throttle, manager.record(PRODUCER_BYTE_RATE, user, client, size, now))
+        elif key == ApiKey.FETCH:
+            size = sum(
+                len(p.get("records") or b"")
+                for t in response.get("responses", [])
+                for p in t.get("partitions", [])
+            )
+            throttle = max(throttle, manager.record(CONSUMER_BYTE_RATE, user, client, size, now))
+        if throttle > 0 and "throttle_time_ms" in response:
+            response["throttle_time_ms"] = max(response["throttle_time_ms"], throttle)
+            request.throttle(throttle)
 
     def _authorized(self, authorizer: Any, request: Any) -> bool:
         """Checks the request against the ACLs; a denied one is answered here with its
@@ -146,6 +177,8 @@ class KafkaApis:
             return None
         try:
             response = handler(self.server, request)
+            if response is not None and self.server.quota_store.entities():
+                self._throttle(request, key, response, time.perf_counter_ns() - started)
             if response is not None:
                 # Answered here rather than returned, so a response that does not encode
                 # is caught below and answered with the error response too.

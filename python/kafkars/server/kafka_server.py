@@ -34,6 +34,7 @@ from kafkars.server.log_tasks import schedule_log_tasks
 from kafkars.server.log_validator import TimestampLimits
 from kafkars.server.metadata import MetadataStore, TopicMetadata
 from kafkars.server.metrics import BrokerTopicMetrics, MetricsServer
+from kafkars.server.quota_manager import ClientQuotaManager, QuotaStore
 from kafkars.server.replica_manager import ReplicaManager
 from kafkars.server.scheduler import KafkaScheduler
 
@@ -183,6 +184,12 @@ class KafkaServer:
         self.config_store = ConfigStore(Path(dirs[0]) / CONFIG_STORE_DIR)
         self.scram_store = ScramCredentialStore(Path(dirs[0]) / CONFIG_STORE_DIR / "users")
         self.authorizer = build_authorizer(self.config, Path(dirs[0]) / CONFIG_STORE_DIR)
+        self.quota_store = QuotaStore(Path(dirs[0]) / CONFIG_STORE_DIR / "quotas.json")
+        self.quota_manager = ClientQuotaManager(
+            self.quota_store,
+            window_num=int(self.config.get("quota.window.num")),
+            window_size_ms=int(self.config.get("quota.window.size.seconds")) * 1000,
+        )
         self.config = self.config.with_dynamic(
             self.config_store.broker_configs(self.broker_id),
             self.config_store.default_broker_configs(),

@@ -19,7 +19,10 @@ from pathlib import Path
 
 from kafkars.config.store import atomic_write_json
 
-PRODUCE, FETCH, REQUEST = "producer_byte_rate", "consumer_byte_rate", "request_percentage"
+PRODUCER_BYTE_RATE = "producer_byte_rate"
+CONSUMER_BYTE_RATE = "consumer_byte_rate"
+REQUEST_PERCENTAGE = "request_percentage"
+PRODUCE, FETCH, REQUEST = PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE, REQUEST_PERCENTAGE
 QUOTA_KEYS = (PRODUCE, FETCH, REQUEST, "controller_mutation_rate")
 
 # An entity: (user, client_id); None for "not part of the entity", "" for <default>.

@@ -1,0 +1,91 @@
+"""Client quotas: AlterClientQuotas/DescribeClientQuotas, and a producer over its byte
+rate answered with a throttle time and held back for it."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import time
+from collections.abc import Callable
+from typing import Any
+
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kafkars import _core
+from kafkars.broker import Broker
+
+ALTER_QUOTAS, DESCRIBE_QUOTAS, PRODUCE = 49, 48, 0
+
+
+class Connection:
+    def __init__(self, broker: Broker, client_id: str) -> None:
+        host, port = broker.bootstrap_servers.rsplit(":", 1)
+        self.sock = socket.create_connection((host, int(port)), timeout=30)
+        self.client_id, self.correlation = client_id, 0
+
+    def call(self, api_key: int, version: int, body: dict[str, Any]) -> dict[str, Any]:
+        self.correlation += 1
+        codec = _core.protocol
+        self.sock.sendall(
+            codec.encode_request(api_key, version, self.correlation, self.client_id, body)
+        )
+        size = struct.unpack(">i", self._recv(4))[0]
+        return codec.decode_response(api_key, version, self.correlation, self._recv(size))
+
+    def _recv(self, n: int) -> bytes:
+        out = b""
+        while len(out) < n:
+            chunk = self.sock.recv(n - len(out))
+            assert chunk, "the broker closed the connection"
+            out += chunk
+        return out
+
+
+def test_producer_byte_rate_throttles(make_broker: Callable[..., Broker], topic: str) -> None:
+    # Two one-second samples, so the throttle this test waits out stays short.
+    broker = make_broker(config={"quota.window.num": 2})
+    topics = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    topics.create_topics([NewTopic(topic, 1, 1)])[topic].result(10)
+    admin = Connection(broker, "admin")
+    entity = [{"entity_type": "client-id", "entity_name": f"{topic}-slow"}]
+    ops = [{"key": "producer_byte_rate", "value": 10_000.0, "remove": False}]
+    altered = admin.call(ALTER_QUOTAS, 1, {"entries": [{"entity": entity, "ops": ops}]})
+    assert altered["entries"][0]["error_code"] == 0
+    described = admin.call(
+        DESCRIBE_QUOTAS,
+        1,
+        {
+            "components": [
+                {"entity_type": "client-id", "match_type": 0, "_match": f"{topic}-slow"}
+            ],
+            "strict": False,
+        },
+    )
+    assert described["entries"][0]["values"] == [{"key": "producer_byte_rate", "value": 10_000.0}]
+    bad = admin.call(
+        ALTER_QUOTAS,
+        1,
+        {"entries": [{"entity": entity, "ops": [{"key": "nonsense", "value": 1.0}]}]},
+    )
+    assert bad["entries"][0]["error_code"] == 42  # INVALID_REQUEST
+
+    slow = Connection(broker, f"{topic}-slow")
+    batch = _core.build_batch([(None, b"x" * 50_000, 1_000, [])])
+    body = {
+        "acks": 1,
+        "timeout_ms": 5000,
+        "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": batch}]}],
+    }
+    first = slow.call(PRODUCE, 9, body)
+    throttle = first["throttle_time_ms"]
+    # 50 KB within a 2 s sample against 10 KB/s: the client must wait (at most the sample).
+    assert throttle > 0
+    started = time.monotonic()
+    slow.call(PRODUCE, 9, body)
+    assert time.monotonic() - started >= throttle / 1000 * 0.8
+    # Other clients are not throttled.
+    other = Connection(broker, f"{topic}-other")
+    assert other.call(PRODUCE, 9, body)["throttle_time_ms"] == 0
+    # Removing the quota ends it.
+    remove = [{"key": "producer_byte_rate", "value": 0.0, "remove": True}]
+    admin.call(ALTER_QUOTAS, 1, {"entries": [{"entity": entity, "ops": remove}]})
