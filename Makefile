@@ -37,12 +37,14 @@ test-rust: ## Rust unit and property tests (the whole workspace, the PyO3 crate 
 test-python: ## Python tests against real brokers and clients
 	$(PY) -m pytest -q
 
-lint: venv ## cargo fmt, clippy -D warnings, ruff, mypy
+lint: venv ## cargo fmt, clippy -D warnings, ruff, mypy, stubtest of kafkars._core, the protocol bridge regenerated and diffed
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -q -- -D warnings
 	$(VENV)/bin/ruff check python tests bench spark_udfs
 	$(VENV)/bin/ruff format --check python tests bench spark_udfs
 	$(VENV)/bin/mypy
+	$(PY) -m mypy.stubtest kafkars._core
+	$(PY) rust/kafkars-python/gen/gen_protocol_bridge.py --check
 
 fmt: venv ## format Rust and Python sources
 	cargo fmt --all

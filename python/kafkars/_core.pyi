@@ -2,9 +2,37 @@
 
 from collections.abc import Callable, Iterator, Mapping
 from os import PathLike
-from typing import Any, Protocol
+from typing import Any, Protocol, final
+
+from typing_extensions import Self
 
 __version__: str
+
+__all__ = [
+    "__version__",
+    "set_rust_log_level",
+    "rust_log_events_dropped",
+    "stop_rust_logging",
+    "KafkarsError",
+    "CorruptRecordError",
+    "LogError",
+    "Record",
+    "RecordBatch",
+    "decode_batches",
+    "build_batch",
+    "ArrowFetcher",
+    "decode_batches_arrow",
+    "SegmentReader",
+    "RecordSet",
+    "protocol",
+    "DelayedOperationPurgatory",
+    "FileRecords",
+    "LogManager",
+    "Log",
+    "LogAppendInfo",
+    "Request",
+    "SocketServer",
+]
 
 class KafkarsError(Exception): ...
 
@@ -16,6 +44,7 @@ class LogError(KafkarsError):
 
 # -- record batches ----------------------------------------------------------------------
 
+@final
 class Record:
     offset: int
     timestamp: int
@@ -25,8 +54,9 @@ class Record:
     size_in_bytes: int
     attributes: int
 
+@final
 class RecordBatch:
-    def __init__(self, data: bytes) -> None: ...
+    def __new__(cls, data: bytes) -> Self: ...
     position: int
     base_offset: int
     last_offset: int
@@ -69,8 +99,9 @@ def decode_batches_arrow(
     end_offset: int | None = None,
 ) -> tuple[Any, Any]: ...
 
+@final
 class ArrowFetcher:
-    def __init__(self, host: str, port: int, timeout_ms: int = 30000) -> None: ...
+    def __new__(cls, host: str, port: int, timeout_ms: int = 30000) -> Self: ...
     def fetch(
         self,
         topic: str,
@@ -79,7 +110,7 @@ class ArrowFetcher:
         end_offset: int,
         *,
         include_headers: bool = False,
-        max_bytes: int = 8388608,
+        max_bytes: int = ...,
         max_wait_ms: int = 500,
     ) -> tuple[int, int, int, int | None, tuple[Any, Any] | None]: ...
     def close(self) -> None: ...
@@ -89,30 +120,33 @@ def build_batch(
     *,
     compression: str = "none",
     base_offset: int = 0,
-    partition_leader_epoch: int = -1,
+    partition_leader_epoch: int = ...,
     log_append_time: int | None = None,
-    producer_id: int = -1,
-    producer_epoch: int = -1,
-    base_sequence: int = -1,
+    producer_id: int = ...,
+    producer_epoch: int = ...,
+    base_sequence: int = ...,
     is_transactional: bool = False,
 ) -> bytes: ...
 
+@final
 class SegmentReader(Iterator[RecordBatch]):
     invalid_bytes: int
     error: str | None
     size: int
-    def __init__(self, path: str | PathLike[str], start_position: int = 0) -> None: ...
+    def __new__(cls, path: str | PathLike[str], start_position: int = 0) -> Self: ...
     def __iter__(self) -> SegmentReader: ...
     def __next__(self) -> RecordBatch: ...
 
 # -- record data handles (never copied into Python on the broker's paths) ---------------
 
+@final
 class RecordSet:
-    def __init__(self, data: bytes) -> None: ...
+    def __new__(cls, data: bytes) -> Self: ...
     def __len__(self) -> int: ...
     def size_in_bytes(self) -> int: ...
     def to_bytes(self) -> bytes: ...
 
+@final
 class FileRecords:
     @staticmethod
     def empty() -> FileRecords: ...
@@ -123,6 +157,7 @@ class FileRecords:
 
 # -- storage -----------------------------------------------------------------------------
 
+@final
 class LogAppendInfo:
     first_offset: int
     last_offset: int
@@ -133,6 +168,7 @@ class LogAppendInfo:
     valid_bytes: int
     num_messages: int
 
+@final
 class Log:
     topic: str
     partition: int
@@ -176,12 +212,12 @@ class Log:
     def producer_state(self, producer_id: int) -> tuple[int, int] | None: ...
     @property
     def segment_base_offsets(self) -> list[int]: ...
-    def __getattr__(self, name: str) -> Any: ...
 
+@final
 class LogManager:
-    def __init__(
-        self, log_dirs: list[str], broker_id: int, cluster_id: str | None = None
-    ) -> None: ...
+    def __new__(
+        cls, log_dirs: list[str], broker_id: int, cluster_id: str | None = None
+    ) -> Self: ...
     broker_id: int
     log_dirs: list[str]
     def load_logs(
@@ -207,19 +243,19 @@ class LogManager:
     def clean_once(self, force: bool = False) -> dict[str, Any] | None: ...
     def cleaner_checkpoints(self) -> dict[tuple[str, int], int]: ...
     def shutdown(self) -> None: ...
-    def __getattr__(self, name: str) -> Any: ...
 
 # -- delayed operations ------------------------------------------------------------------
 
-class DelayedOperation(Protocol):
+class _DelayedOperation(Protocol):
     delay_ms: int
     def try_complete(self) -> bool: ...
     def on_complete(self) -> None: ...
     def on_expiration(self) -> None: ...
 
+@final
 class DelayedOperationPurgatory:
-    def __init__(self, name: str, purge_interval: int = 1000) -> None: ...
-    def try_complete_else_watch(self, op: DelayedOperation, keys: list[str]) -> bool: ...
+    def __new__(cls, name: str, purge_interval: int = ...) -> Self: ...
+    def try_complete_else_watch(self, op: _DelayedOperation, keys: list[str]) -> bool: ...
     def check_and_complete(self, key: str) -> int: ...
     watched: int
     delayed: int
@@ -227,6 +263,7 @@ class DelayedOperationPurgatory:
 
 # -- network -----------------------------------------------------------------------------
 
+@final
 class Request:
     api_key: int
     api_version: int
@@ -251,25 +288,26 @@ class Request:
     def put_sasl_state(self, state: Any) -> None: ...
     def throttle(self, throttle_ms: int) -> None: ...
 
+@final
 class SocketServer:
-    def __init__(
-        self,
+    def __new__(
+        cls,
         listeners: list[tuple[str, str, str, int]],
         handler: Callable[[Request], Mapping[str, Any] | None],
         *,
         num_network_threads: int = 3,
         num_io_threads: int = 8,
         queued_max_requests: int = 500,
-        queued_max_request_bytes: int = -1,
+        queued_max_request_bytes: int = ...,
         socket_request_max_bytes: int = 104857600,
         connections_max_idle_ms: int = 600000,
         max_connections: int = 2147483647,
         max_connections_per_ip: int = 2147483647,
         max_connections_per_ip_overrides: Mapping[str, int] = ...,
-        socket_send_buffer_bytes: int = -1,
-        socket_receive_buffer_bytes: int = -1,
+        socket_send_buffer_bytes: int = ...,
+        socket_receive_buffer_bytes: int = ...,
         tls: Mapping[str, Mapping[str, Any]] = ...,
-    ) -> None: ...
+    ) -> Self: ...
     listeners: list[tuple[str, str, str, int]]
     request_queue_size: int
     connection_count: int
@@ -303,8 +341,6 @@ class _Protocol:
     ) -> dict[str, Any]: ...
 
 protocol: _Protocol
-
-def __getattr__(name: str) -> Any: ...
 
 # -- Rust log events forwarded to Python logging (logger names under "kafkars.") --------------
 
