@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import socket
 import struct
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer
@@ -194,3 +196,34 @@ def test_bad_sasl_settings_refuse_to_start(
     assert result.returncode != 0, output
     assert message in output, output
     assert "Traceback" not in output
+
+
+def test_sessions_expire_without_reauthentication() -> None:
+    config = {
+        "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+        "sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+        "connections.max.reauth.ms": "800",
+    }
+    with Broker(config=config) as b:
+        host, port = listener(b, "SASL_PLAINTEXT").rsplit(":", 1)
+        with socket.create_connection((host, int(port))) as s:
+            correlation = 0
+
+            def call(api_key: int, version: int, body: dict[str, object]) -> dict[str, Any]:
+                nonlocal correlation
+                correlation += 1
+                codec = _core.protocol
+                s.sendall(codec.encode_request(api_key, version, correlation, "raw", body))
+                size = struct.unpack(">i", s.recv(4, socket.MSG_WAITALL))[0]
+                frame = s.recv(size, socket.MSG_WAITALL)
+                return codec.decode_response(api_key, version, correlation, frame)
+
+            assert call(17, 1, {"mechanism": "PLAIN"})["error_code"] == 0
+            auth = call(36, 2, {"auth_bytes": b"\x00admin\x00admin-secret"})
+            assert (auth["error_code"], auth["session_lifetime_ms"]) == (0, 800)
+            assert call(3, 1, {"topics": None})["brokers"]
+            time.sleep(1.0)
+            # Past its lifetime the session serves nothing but a re-authentication.
+            s.sendall(_core.protocol.encode_request(3, 1, 99, "raw", {"topics": None}))
+            assert s.recv(4) == b""

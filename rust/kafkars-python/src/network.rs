@@ -135,9 +135,13 @@ impl PyRequest {
         self.context.session.principal().map(|p| p.to_string())
     }
 
-    /// Marks the connection authenticated as `principal` (after SaslAuthenticate).
-    fn authenticate(&self, principal: &str) {
-        self.context.session.set_principal(principal);
+    /// Marks the connection authenticated as `principal` (after SaslAuthenticate), for
+    /// `session_lifetime_ms` (0: no limit; then it must re-authenticate, KIP-368).
+    #[pyo3(signature = (principal, session_lifetime_ms = 0))]
+    fn authenticate(&self, principal: &str, session_lifetime_ms: u64) {
+        let lifetime =
+            (session_lifetime_ms > 0).then(|| Duration::from_millis(session_lifetime_ms));
+        self.context.session.set_authenticated(principal, lifetime);
     }
 
     /// Mutes the connection for `throttle_ms` (its quota was exceeded): it reads no

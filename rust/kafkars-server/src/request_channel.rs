@@ -36,6 +36,9 @@ pub struct Session {
     sasl_state: Mutex<Option<Box<dyn Any + Send + Sync>>>,
     /// Quota throttling (KIP-219): the connection reads nothing more until then.
     muted_until: Mutex<Option<Instant>>,
+    /// When the SASL session ends (`connections.max.reauth.ms`, KIP-368): past it, only a
+    /// re-authentication is served.
+    expires_at: Mutex<Option<Instant>>,
 }
 
 impl Session {
@@ -53,6 +56,12 @@ impl Session {
     /// Records a successful authentication (or re-authentication).
     pub fn set_principal(&self, principal: &str) {
         *lock(&self.principal) = Some(principal.into());
+    }
+
+    /// Records a SASL authentication whose session lasts `lifetime` (None: forever).
+    pub fn set_authenticated(&self, principal: &str, lifetime: Option<std::time::Duration>) {
+        self.set_principal(principal);
+        *lock(&self.expires_at) = lifetime.map(|d| Instant::now() + d);
     }
 
     /// Takes the state of the SASL exchange in progress, if any.
@@ -86,7 +95,11 @@ impl Session {
     /// Whether a request with `api_key` may be served: an unauthenticated connection
     /// may only negotiate versions and authenticate.
     pub fn allows(&self, api_key: i16) -> bool {
-        lock(&self.principal).is_some() || SASL_HANDSHAKE_APIS.contains(&api_key)
+        if SASL_HANDSHAKE_APIS.contains(&api_key) {
+            return true;
+        }
+        let expired = lock(&self.expires_at).is_some_and(|at| at <= Instant::now());
+        lock(&self.principal).is_some() && !expired
     }
 }
 
@@ -272,5 +285,10 @@ mod tests {
         session.set_principal("User:alice");
         assert!(session.allows(3));
         assert_eq!(session.principal().as_deref(), Some("User:alice"));
+        // An expired session may only re-authenticate.
+        session.set_authenticated("User:alice", Some(Duration::ZERO));
+        assert!(!session.allows(3) && session.allows(36));
+        session.set_authenticated("User:alice", Some(Duration::from_secs(60)));
+        assert!(session.allows(3));
     }
 }

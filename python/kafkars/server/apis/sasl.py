@@ -56,12 +56,20 @@ def handle_sasl_authenticate(server: KafkaServer, request: Any) -> dict[str, Any
             "error_code": int(Errors.SASL_AUTHENTICATION_FAILED),
             "error_message": str(e),
         }
+    lifetime = 0
     if exchange.principal is None:
         request.put_sasl_state(exchange)  # another round (SCRAM's client-final)
     else:
-        request.authenticate(exchange.principal)
+        # connections.max.reauth.ms (KIP-368): the client must re-authenticate within it.
+        lifetime = int(server.config.get("connections.max.reauth.ms"))
+        request.authenticate(exchange.principal, lifetime)
         log.debug("Authenticated %s from /%s", exchange.principal, request.client_host)
-    return {"error_code": 0, "error_message": None, "auth_bytes": reply, "session_lifetime_ms": 0}
+    return {
+        "error_code": 0,
+        "error_message": None,
+        "auth_bytes": reply,
+        "session_lifetime_ms": lifetime,
+    }
 
 
 def handle_describe_user_scram_credentials(server: KafkaServer, request: Any) -> dict[str, Any]:
