@@ -3,7 +3,10 @@ described and deleted through AdminClient, topics hidden from Metadata."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
@@ -130,3 +133,37 @@ def test_only_authorized_principals_manage_acls(secured: Broker) -> None:
         for f in alice.create_acls([acl("anything", AclOperation.ALL)]).values():
             f.result(10)
     assert exc.value.args[0].code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED
+
+
+def test_kafkars_acls_tool(secured: Broker, tmp_path: Path, topic: str) -> None:
+    props = tmp_path / "admin.properties"
+    props.write_text(
+        "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+        "sasl.username=admin\nsasl.password=admin-secret\n"
+    )
+    base = [sys.executable, "-m", "kafkars.tools.acls", "-b", secured.bootstrap_servers]
+    base += ["--command-config", str(props)]
+
+    def run(*args: str) -> str:
+        result = subprocess.run([*base, *args], capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, result.stdout + result.stderr
+        return result.stdout
+
+    out = run("--add", "--allow-principal", "User:carol", "--producer", "--topic", topic)
+    assert "operation=WRITE" in out and "operation=CREATE" in out
+    listed = run("--list", "--topic", topic)
+    assert f"name={topic}" in listed and "principal=User:carol" in listed
+    assert listed.count("permissionType=ALLOW") == 3
+    run(
+        "--remove",
+        "--allow-principal",
+        "User:carol",
+        "--operation",
+        "Create",
+        "--topic",
+        topic,
+        "--force",
+    )
+    assert run("--list", "--topic", topic).count("permissionType=ALLOW") == 2
+    bad = subprocess.run([*base, "--add", "--topic", topic], capture_output=True, text=True)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
