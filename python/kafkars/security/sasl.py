@@ -5,15 +5,16 @@ session between SaslAuthenticate rounds."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import hmac
+import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
-import scramp
-
 from kafkars.config.definition import ConfigException
 from kafkars.security.jaas import parse_jaas_config
-from kafkars.security.scram import MECHANISMS, ScramCredentialStore
+from kafkars.security.scram import MECHANISMS, ScramCredential, ScramCredentialStore
 
 SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
@@ -103,47 +104,85 @@ class PlainExchange:
 
 
 class ScramExchange:
-    """RFC 5802 server side through `scramp`: client-first, then client-final."""
+    """RFC 5802/7677 server side: client-first, then client-final, as Kafka's
+    ScramSaslServer runs it. Like Kafka, the final nonce only has to end with the nonce
+    the server sent (librdkafka 2.0, Debian's, repeats its own nonce in front).
+    Credentials come from the store: salt, stored key, server key, iterations."""
 
     def __init__(self, mechanism: str, store: ScramCredentialStore) -> None:
         self.mechanism = mechanism
         self.store = store
-        self._mechanism = scramp.ScramMechanism(mechanism)
-        self._server: Any = None
-        self._user: str | None = None
+        self.algorithm = MECHANISMS[mechanism][1]
         self.principal: str | None = None
+        self._state: tuple[str, str, str, ScramCredential] | None = None
 
-    def _auth_info(self, saslname: str) -> tuple[bytes, bytes, bytes, int]:
-        # RFC 5802 escapes ',' and '=' in user names.
-        user = saslname.replace("=2C", ",").replace("=3D", "=")
-        self._user = user
-        credential = self.store.get(user, self.mechanism)
-        if credential is None:
-            raise AuthenticationFailed("Authentication failed: Invalid username or password")
-        return (
-            credential.salt,
-            credential.stored_key,
-            credential.server_key,
-            credential.iterations,
+    def _fail(self) -> AuthenticationFailed:
+        return AuthenticationFailed(
+            "Authentication failed during authentication due to invalid credentials "
+            f"with SASL mechanism {self.mechanism}"
         )
 
     def step(self, token: bytes) -> bytes:
         try:
-            if self._server is None:
-                self._server = self._mechanism.make_server(self._auth_info)
-                self._server.set_client_first(token.decode())
-                return str(self._server.get_server_first()).encode()
-            self._server.set_client_final(token.decode())
-            final = str(self._server.get_server_final()).encode()
-        except AuthenticationFailed:
-            raise
-        except (scramp.ScramException, UnicodeDecodeError, ValueError) as e:
-            raise AuthenticationFailed(
-                "Authentication failed during authentication due to invalid credentials "
-                f"with SASL mechanism {self.mechanism}"
-            ) from e
-        self.principal = f"User:{self._user}"
-        return final
+            text = token.decode()
+        except UnicodeDecodeError:
+            raise self._fail() from None
+        if self._state is None:
+            return self._client_first(text)
+        return self._client_final(text)
+
+    def _client_first(self, message: str) -> bytes:
+        # gs2-header ("n,," or "y,,"; no channel binding, no authzid) then the bare part.
+        header, sep, bare = message.partition(",,")
+        if not sep or header not in ("n", "y"):
+            raise self._fail()
+        attrs = _scram_attributes(bare)
+        if "n" not in attrs or "r" not in attrs or "m" in attrs:
+            raise self._fail()
+        user = attrs["n"].replace("=2C", ",").replace("=3D", "=")
+        credential = self.store.get(user, self.mechanism)
+        if credential is None:
+            raise AuthenticationFailed("Authentication failed: Invalid username or password")
+        nonce = attrs["r"] + secrets.token_urlsafe(24)
+        salt = base64.b64encode(credential.salt).decode()
+        server_first = f"r={nonce},s={salt},i={credential.iterations}"
+        self._state = (user, bare, server_first, credential)
+        return server_first.encode()
+
+    def _client_final(self, message: str) -> bytes:
+        assert self._state is not None
+        user, client_first_bare, server_first, credential = self._state
+        without_proof, sep, proof_attr = message.rpartition(",p=")
+        if not sep:
+            raise self._fail()
+        attrs = _scram_attributes(without_proof)
+        server_nonce = _scram_attributes(server_first)["r"]
+        if attrs.get("c") not in ("biws", "eSws") or not attrs.get("r", "").endswith(server_nonce):
+            raise self._fail()
+        auth_message = f"{client_first_bare},{server_first},{without_proof}".encode()
+        try:
+            proof = base64.b64decode(proof_attr, validate=True)
+        except ValueError:
+            raise self._fail() from None
+        signature = hmac.new(credential.stored_key, auth_message, self.algorithm).digest()
+        if len(proof) != len(signature):
+            raise self._fail()
+        client_key = bytes(a ^ b for a, b in zip(proof, signature, strict=True))
+        stored = hashlib.new(self.algorithm, client_key).digest()
+        if not hmac.compare_digest(stored, credential.stored_key):
+            raise self._fail()
+        server_signature = hmac.new(credential.server_key, auth_message, self.algorithm).digest()
+        self.principal = f"User:{user}"
+        return b"v=" + base64.b64encode(server_signature)
+
+
+def _scram_attributes(message: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for part in message.split(","):
+        key, sep, value = part.partition("=")
+        if sep and len(key) == 1:
+            out.setdefault(key, value)
+    return out
 
 
 def new_exchange(
