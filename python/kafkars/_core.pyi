@@ -304,6 +304,7 @@ class SocketServer:
         max_connections: int = 2147483647,
         max_connections_per_ip: int = 2147483647,
         max_connections_per_ip_overrides: Mapping[str, int] = ...,
+        max_connection_creation_rate: int = 2147483647,
         socket_send_buffer_bytes: int = ...,
         socket_receive_buffer_bytes: int = ...,
         tls: Mapping[str, Mapping[str, Any]] = ...,

@@ -41,3 +41,19 @@ def test_a_throttled_connection_waits_and_others_do_not() -> None:
             assert metadata_round_trip(other, 5) < 0.5
             assert metadata_round_trip(slow, 2) >= 0.4  # then the connection waits
             assert metadata_round_trip(slow, 3) < 0.5  # and is served normally again
+
+
+def test_connection_creation_rate_paces_new_connections() -> None:
+    with Broker(config={"max.connection.creation.rate": 10}) as b:
+        host, port = b.bootstrap_servers.rsplit(":", 1)
+        started = time.monotonic()
+        sockets = []
+        for i in range(25):
+            s = socket.create_connection((host, int(port)))
+            sockets.append(s)
+            metadata_round_trip(s, i)
+        elapsed = time.monotonic() - started
+        for s in sockets:
+            s.close()
+        # The first second's worth go at once; the other 15 at 10 per second.
+        assert elapsed >= 1.2, elapsed

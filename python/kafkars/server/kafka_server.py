@@ -262,6 +262,7 @@ class KafkaServer:
             connections_max_idle_ms=int(self.config.get("connections.max.idle.ms")),
             max_connections=int(self.config.get("max.connections")),
             max_connections_per_ip=int(self.config.get("max.connections.per.ip")),
+            max_connection_creation_rate=int(self.config.get("max.connection.creation.rate")),
             socket_send_buffer_bytes=int(self.config.get("socket.send.buffer.bytes")),
             socket_receive_buffer_bytes=int(self.config.get("socket.receive.buffer.bytes")),
             tls=tls_settings,

@@ -355,6 +355,7 @@ impl PySocketServer {
         socket_request_max_bytes = 104_857_600,
         connections_max_idle_ms = 600_000, max_connections = 2_147_483_647,
         max_connections_per_ip = 2_147_483_647, max_connections_per_ip_overrides = HashMap::new(),
+        max_connection_creation_rate = 2_147_483_647,
         socket_send_buffer_bytes = -1, socket_receive_buffer_bytes = -1,
         tls = HashMap::new(),
     ))]
@@ -372,6 +373,7 @@ impl PySocketServer {
         max_connections: usize,
         max_connections_per_ip: usize,
         max_connections_per_ip_overrides: HashMap<String, usize>,
+        max_connection_creation_rate: u32,
         socket_send_buffer_bytes: i64,
         socket_receive_buffer_bytes: i64,
         tls: HashMap<String, PyTlsSettings>,
@@ -417,6 +419,9 @@ impl PySocketServer {
             max_connections,
             max_connections_per_ip,
             max_connections_per_ip_overrides: overrides,
+            // Kafka's default (Int.MaxValue) means no limit.
+            max_connection_creation_rate: (max_connection_creation_rate < i32::MAX as u32)
+                .then_some(max_connection_creation_rate),
             socket_send_buffer_bytes: buffer(socket_send_buffer_bytes),
             socket_receive_buffer_bytes: buffer(socket_receive_buffer_bytes),
             ..SocketServerConfig::default()

@@ -31,6 +31,8 @@ pub struct SocketServerConfig {
     pub max_connections: usize,
     pub max_connections_per_ip: usize,
     pub max_connections_per_ip_overrides: HashMap<IpAddr, usize>,
+    /// `max.connection.creation.rate`: new connections per second; `None` for no limit.
+    pub max_connection_creation_rate: Option<u32>,
     pub socket_send_buffer_bytes: Option<usize>,
     pub socket_receive_buffer_bytes: Option<usize>,
     /// Requests a connection may have in flight before the processor stops reading it.
@@ -57,6 +59,7 @@ impl Default for SocketServerConfig {
             max_connections: i32::MAX as usize,
             max_connections_per_ip: i32::MAX as usize,
             max_connections_per_ip_overrides: HashMap::new(),
+            max_connection_creation_rate: None,
             socket_send_buffer_bytes: None,
             socket_receive_buffer_bytes: None,
             max_in_flight_per_connection: 100,

@@ -11,6 +11,7 @@
 mod config;
 mod connection;
 mod connection_quotas;
+mod creation_rate;
 mod frame;
 mod handler_pool;
 mod memory_pool;

@@ -16,6 +16,7 @@ use tracing::{debug, info, warn};
 use crate::config::{EndPoint, SocketServerConfig};
 use crate::connection::ConnectionHandler;
 use crate::connection_quotas::{ConnectionQuotas, ConnectionSlot};
+use crate::creation_rate::ConnectionCreationRate;
 use crate::memory_pool::MemoryPool;
 use crate::request_channel::{RequestChannel, RequestContext, Session};
 
@@ -121,6 +122,9 @@ impl SocketServer {
             );
         }
         let processors = Arc::new(processors);
+        let creation_rate = config
+            .max_connection_creation_rate
+            .map(|rate| Arc::new(ConnectionCreationRate::new(rate)));
         for (endpoint, listener) in listeners {
             let acceptor = Acceptor {
                 endpoint: Arc::new(ListenerInfo {
@@ -130,6 +134,7 @@ impl SocketServer {
                 }),
                 processors: Arc::clone(&processors),
                 quotas: Arc::clone(&quotas),
+                creation_rate: creation_rate.clone(),
                 shutdown: shutdown_rx.clone(),
                 config: Arc::clone(&config),
             };
@@ -173,6 +178,7 @@ struct Acceptor {
     endpoint: Arc<ListenerInfo>,
     processors: Arc<Vec<mpsc::UnboundedSender<NewConnection>>>,
     quotas: Arc<ConnectionQuotas>,
+    creation_rate: Option<Arc<ConnectionCreationRate>>,
     shutdown: watch::Receiver<bool>,
     config: Arc<SocketServerConfig>,
 }
@@ -203,6 +209,15 @@ impl Acceptor {
                         continue;
                     }
                 };
+                if let Some(rate) = &self.creation_rate {
+                    let wait = rate.acquire(std::time::Instant::now());
+                    if !wait.is_zero() {
+                        tokio::select! {
+                            _ = self.shutdown.changed() => return,
+                            _ = tokio::time::sleep(wait) => {}
+                        }
+                    }
+                }
                 let Some(slot) = self.quotas.try_acquire(peer.ip()) else {
                     debug!(%peer, "connection refused: max.connections or max.connections.per.ip reached");
                     continue;
