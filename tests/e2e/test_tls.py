@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -169,3 +170,49 @@ def test_bad_ssl_settings_refuse_to_start(
     assert result.returncode != 0, output
     assert message in output, output
     assert "Traceback" not in output
+
+
+def peer_subject(address: str, ca: Path) -> dict[str, str]:
+    """The subject of the certificate the listener at `address` presents."""
+    import ssl
+
+    host, port = address.rsplit(":", 1)
+    context = ssl.create_default_context(cafile=str(ca))
+    with (
+        socket.create_connection((host, int(port)), timeout=10) as raw,
+        context.wrap_socket(raw, server_hostname="localhost") as tls,
+    ):
+        cert = tls.getpeercert()
+    assert cert is not None
+    return {k: v for rdn in cert["subject"] for (k, v) in rdn}
+
+
+def test_certificates_reload_without_a_restart(pki: Path) -> None:
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+
+    signed(pki, "renewed", "/CN=localhost/O=renewed", "subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+    renewed = pki / "renewed-keystore.pem"
+    renewed.write_bytes((pki / "renewed.key").read_bytes() + (pki / "renewed.pem").read_bytes())
+    with ssl_broker(pki) as b:
+        address = ssl_bootstrap(b)
+        assert "organizationName" not in peer_subject(address, pki / "ca.pem")
+        admin = AdminClient({"bootstrap.servers": b.bootstrap_servers})
+        broker_id = str(next(iter(admin.list_topics(timeout=10).brokers)))
+
+        def alter(value: str) -> None:
+            entry = ConfigEntry(
+                "listener.name.ssl.ssl.keystore.location",
+                value,
+                incremental_operation=AlterConfigOpType.SET,
+            )
+            resource = ConfigResource(
+                ConfigResource.Type.BROKER, broker_id, incremental_configs=[entry]
+            )
+            admin.incremental_alter_configs([resource])[resource].result(10)
+
+        alter(str(renewed))
+        assert peer_subject(address, pki / "ca.pem").get("organizationName") == "renewed"
+        # A path that cannot be read is refused, and the listener keeps its certificates.
+        with pytest.raises(KafkaException):
+            alter("/nonexistent.pem")
+        assert peer_subject(address, pki / "ca.pem").get("organizationName") == "renewed"

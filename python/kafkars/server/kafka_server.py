@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkars import _core
-from kafkars.config import ConfigStore, KafkaConfig, LogConfig, describe_topic
+from kafkars.config import ConfigException, ConfigStore, KafkaConfig, LogConfig, describe_topic
 from kafkars.config.ssl import tls_settings_by_listener
 from kafkars.coordinator.group import GroupCoordinator
 from kafkars.coordinator.group.consumer_group import ConsumerGroupConfig, ConsumerGroupCoordinator
@@ -396,10 +396,18 @@ class KafkaServer:
         (broker defaults such as log.retention.ms flow into every topic)."""
         if per_broker:
             new = self.config.with_dynamic(dynamic_broker=configs)
-            self.config_store.set_broker_configs(self.broker_id, configs)
         else:
             new = self.config.with_dynamic(dynamic_default=configs)
-            self.config_store.set_broker_configs(None, configs)
+        # Listener certificates reload without a restart, as Kafka reloads keystores from
+        # dynamic listener.name.<l>.ssl.* configs; bad settings fail the change here.
+        if self.socket_server is not None:
+            for listener, settings in tls_settings_by_listener(new).items():
+                if settings != tls_settings_by_listener(self.config).get(listener):
+                    try:
+                        self.socket_server.update_tls(listener, settings)
+                    except ValueError as e:
+                        raise ConfigException(str(e)) from None
+        self.config_store.set_broker_configs(self.broker_id if per_broker else None, configs)
         self.config = new
         for topic in self.metadata.topics():
             self.replica_manager.update_config(

@@ -466,6 +466,21 @@ impl PySocketServer {
         self.listeners.clone()
     }
 
+    /// Reloads a TLS listener's certificates and settings (`settings` as for `tls=`);
+    /// new connections use them. Raises ValueError naming the bad setting.
+    fn update_tls(&self, listener_name: &str, settings: PyTlsSettings) -> PyResult<()> {
+        let config = kafkars_server::tls::server_config(&settings.to_settings()?)
+            .map_err(|e| PyValueError::new_err(format!("listener {listener_name}: {e}")))?;
+        let running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        match running.as_ref() {
+            Some(r) if r.server.update_tls(listener_name, config) => Ok(()),
+            Some(_) => Err(PyValueError::new_err(format!(
+                "listener {listener_name} does not use TLS"
+            ))),
+            None => Err(PyRuntimeError::new_err("the socket server is shut down")),
+        }
+    }
+
     /// Requests waiting in the request channel.
     #[getter]
     fn request_queue_size(&self) -> usize {

@@ -1,9 +1,10 @@
 //! Kafka's `SocketServer`: acceptors and processors.
 
+use std::collections::HashMap;
 use std::io;
 use std::net::{SocketAddr, TcpListener as StdListener, ToSocketAddrs};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, RwLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -42,7 +43,9 @@ struct NewConnection {
 struct ListenerInfo {
     name: Arc<str>,
     security_protocol: Arc<str>,
-    tls: Option<Arc<rustls::ServerConfig>>,
+    /// Replaced in place when the listener's certificates are reloaded; connections
+    /// take the current one when accepted.
+    tls: Option<Arc<RwLock<Arc<rustls::ServerConfig>>>>,
 }
 
 /// Runs the acceptor and processor threads until [`SocketServer::shutdown`].
@@ -51,6 +54,7 @@ pub struct SocketServer {
     shutdown: watch::Sender<bool>,
     threads: Vec<JoinHandle<()>>,
     quotas: Arc<ConnectionQuotas>,
+    tls_by_listener: HashMap<String, Arc<RwLock<Arc<rustls::ServerConfig>>>>,
 }
 
 impl SocketServer {
@@ -125,12 +129,18 @@ impl SocketServer {
         let creation_rate = config
             .max_connection_creation_rate
             .map(|rate| Arc::new(ConnectionCreationRate::new(rate)));
+        let mut tls_by_listener = HashMap::new();
         for (endpoint, listener) in listeners {
             let acceptor = Acceptor {
                 endpoint: Arc::new(ListenerInfo {
                     name: endpoint.listener_name.as_str().into(),
                     security_protocol: endpoint.security_protocol.as_str().into(),
-                    tls: endpoint.tls.clone(),
+                    tls: endpoint.tls.clone().map(|c| {
+                        let current = Arc::new(RwLock::new(c));
+                        tls_by_listener
+                            .insert(endpoint.listener_name.clone(), Arc::clone(&current));
+                        current
+                    }),
                 }),
                 processors: Arc::clone(&processors),
                 quotas: Arc::clone(&quotas),
@@ -152,7 +162,21 @@ impl SocketServer {
             shutdown,
             threads,
             quotas,
+            tls_by_listener,
         })
+    }
+
+    /// Replaces a TLS listener's certificates and settings; connections accepted from now
+    /// on use them (Kafka reloads keystores through dynamic `listener.name.X.ssl.*`
+    /// configs). False when the listener has no TLS.
+    pub fn update_tls(&self, listener_name: &str, config: Arc<rustls::ServerConfig>) -> bool {
+        match self.tls_by_listener.get(listener_name) {
+            Some(current) => {
+                *current.write().unwrap_or_else(|e| e.into_inner()) = config;
+                true
+            }
+            None => false,
+        }
     }
 
     pub fn bound_listeners(&self) -> &[BoundListener] {
@@ -292,7 +316,10 @@ impl Processor {
                             slot: new.slot,
                             pool: self.pool.clone(),
                         };
-                        connections.spawn(handler.run(stream, new.endpoint.tls.clone()));
+                        let tls = new.endpoint.tls.as_ref().map(|current| {
+                            Arc::clone(&current.read().unwrap_or_else(|e| e.into_inner()))
+                        });
+                        connections.spawn(handler.run(stream, tls));
                     }
                 }
             }
