@@ -227,3 +227,24 @@ def test_sessions_expire_without_reauthentication() -> None:
             # Past its lifetime the session serves nothing but a re-authentication.
             s.sendall(_core.protocol.encode_request(3, 1, 99, "raw", {"topics": None}))
             assert s.recv(4) == b""
+
+
+def test_scram_users_through_kafkars_configs(sasl_broker: Broker) -> None:
+    import subprocess
+    import sys
+
+    base = [sys.executable, "-m", "kafkars.tools.configs", "-b", sasl_broker.bootstrap_servers]
+    user = ["--entity-type", "users", "--entity-name", "carol"]
+    add = "SCRAM-SHA-256=[iterations=8192,password=carol-pw],SCRAM-SHA-512=[password=carol-pw]"
+    altered = subprocess.run(
+        [*base, *user, "--alter", "--add-config", add], capture_output=True, text=True
+    )
+    assert altered.returncode == 0, altered.stderr
+    described = subprocess.run([*base, *user, "--describe"], capture_output=True, text=True)
+    assert "SCRAM-SHA-256=iterations=8192" in described.stdout, described.stderr
+    assert "SCRAM-SHA-512=iterations=4096" in described.stdout
+    conf = client(sasl_broker, "SCRAM-SHA-512", "carol", "carol-pw")
+    assert AdminClient(conf).list_topics(timeout=10).brokers
+    bad = subprocess.run([*base, *user, "--alter", "--add-config", "SCRAM-SHA-256=pw"],
+                         capture_output=True, text=True)  # fmt: skip
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr

@@ -4,6 +4,9 @@
     kafkars-configs -b ... --entity-type topics --entity-name T --alter \\
         --add-config retention.ms=60000,cleanup.policy=compact --delete-config segment.bytes
     kafkars-configs -b ... --entity-type brokers --entity-default --alter --add-config k=v
+    kafkars-configs -b ... --entity-type users --entity-name alice --alter \\
+        --add-config 'SCRAM-SHA-256=[iterations=8192,password=alice-secret]'
+    kafkars-configs -b ... --entity-type users --entity-name alice --describe
 
 Alterations go through IncrementalAlterConfigs, as Kafka's tool does.
 """
@@ -29,7 +32,7 @@ _SYNONYM_SOURCES = {
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("-b", "--bootstrap-server", default="127.0.0.1:9092", show_default=True)
-@click.option("--entity-type", type=click.Choice(["topics", "brokers"]), required=True)
+@click.option("--entity-type", type=click.Choice(["topics", "brokers", "users"]), required=True)
 @click.option("--entity-name", help="Topic name or broker id.")
 @click.option("--entity-default", is_flag=True, help="Brokers: the cluster-wide default.")
 @click.option("--describe", is_flag=True, help="Show the entity's configs.")
@@ -53,6 +56,15 @@ def main(
 
     if describe == alter:
         raise click.UsageError("give exactly one of --describe, --alter")
+    if entity_type == "users":
+        if not entity_name:
+            raise click.UsageError("--entity-type users needs --entity-name")
+        admin = client.admin(bootstrap_server)
+        if describe:
+            _describe_user(admin, entity_name)
+        else:
+            _alter_user(admin, entity_name, add, remove)
+        return
     if entity_default and entity_type != "brokers":
         raise click.UsageError("--entity-default is for --entity-type brokers")
     if bool(entity_name) == entity_default:
@@ -113,6 +125,64 @@ def _alter(admin: Any, resource: Any, label: str, add: str, remove: str) -> None
         )
     _result(admin.incremental_alter_configs([resource])[resource])
     click.echo(f"Completed updating config for {label}.")
+
+
+def _split_top_level(text: str) -> list[str]:
+    """`a=[x=1,y=2],b=3` -> [`a=[x=1,y=2]`, `b=3`]: commas inside brackets do not split."""
+    parts, depth, current = [], 0, ""
+    for ch in text:
+        depth += {"[": 1, "]": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += ch
+    if current:
+        parts.append(current)
+    return [p.strip() for p in parts if p.strip()]
+
+
+def _scram_mechanism(name: str) -> Any:
+    from confluent_kafka.admin import ScramMechanism
+
+    try:
+        return ScramMechanism[name.replace("-", "_")]
+    except KeyError:
+        raise click.UsageError(f"unknown SCRAM mechanism {name}") from None
+
+
+def _alter_user(admin: Any, user: str, add: str, remove: str) -> None:
+    from confluent_kafka.admin import (
+        ScramCredentialInfo,
+        UserScramCredentialDeletion,
+        UserScramCredentialUpsertion,
+    )
+
+    changes: list[Any] = []
+    for item in _split_top_level(add):
+        name, _, value = item.partition("=")
+        if not (value.startswith("[") and value.endswith("]")):
+            raise click.UsageError(f"--add-config expects {name}=[password=...], got {item!r}")
+        options = client.parse_properties(value[1:-1].split(","), "--add-config")
+        if "password" not in options:
+            raise click.UsageError(f"--add-config {name}: password= is required")
+        info = ScramCredentialInfo(_scram_mechanism(name), int(options.get("iterations", 4096)))
+        changes.append(UserScramCredentialUpsertion(user, info, options["password"].encode()))
+    for name in filter(None, (n.strip() for n in remove.split(","))):
+        changes.append(UserScramCredentialDeletion(user, _scram_mechanism(name)))
+    if not changes:
+        raise click.UsageError("--alter needs --add-config and/or --delete-config")
+    _result(admin.alter_user_scram_credentials(changes)[user])
+    click.echo(f"Completed updating config for user {user}.")
+
+
+def _describe_user(admin: Any, user: str) -> None:
+    description = _result(admin.describe_user_scram_credentials([user])[user])
+    infos = ",".join(
+        f"{i.mechanism.name.replace('_', '-')}=iterations={i.iterations}"
+        for i in description.scram_credential_infos
+    )
+    click.echo(f"SCRAM credential configs for user-principal '{user}' are {infos}")
 
 
 def _result(future: Any) -> Any:
