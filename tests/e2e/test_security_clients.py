@@ -101,9 +101,7 @@ def test_kafka_python(broker: tuple[Broker, Path], topic: str, case: str) -> Non
     producer = KafkaProducer(**conf)
     producer.send(topic, b"secured").get(timeout=10)
     producer.close()
-    consumer = KafkaConsumer(
-        topic, auto_offset_reset="earliest", consumer_timeout_ms=3_000, **conf
-    )
+    consumer = KafkaConsumer(topic, auto_offset_reset="earliest", consumer_timeout_ms=3_000, **conf)
     values = [m.value for m in consumer]
     consumer.close()
     assert values == [b"secured"]
