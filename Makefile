@@ -29,13 +29,19 @@ dev: venv ## build the Rust core (release), install kafkars (with its extras) an
 run: dev ## start one broker on 127.0.0.1:9092 with data in ./kafkars-data
 	$(VENV)/bin/kafkars-server-start $(ARGS)
 
-test: system-deps dev lint test-rust test-python ## lint, then every test (what CI runs)
+test: system-deps dev lint test-rust test-python test-smoke ## lint, then every test (what CI runs)
 
 test-rust: ## Rust unit and property tests (the whole workspace, the PyO3 crate too)
 	cargo test --workspace --locked -q
 
 test-python: ## Python tests against real brokers and clients
 	$(PY) -m pytest -q
+
+# Short smokes of the long suites (fuzz, chaos); each mk/*.mk adds its own with `test-smoke:: <target>`.
+test-smoke::
+	@true
+
+-include mk/*.mk
 
 lint: venv ## cargo fmt, clippy -D warnings, ruff, mypy, stubtest of kafkars._core, the protocol bridge regenerated and diffed
 	cargo fmt --all --check
