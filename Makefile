@@ -22,12 +22,20 @@ $(VENV)/.stamp: pyproject.toml
 
 venv: $(VENV)/.stamp
 
-dev: venv ## build the Rust core (release), install kafkars (with its extras) and kafkars-spark into .venv
+# Python sources are installed editable; only the Rust core and the package metadata need a
+# rebuild, so `make run` on a current build goes straight to the broker.
+BUILD_INPUTS := $(shell find rust vendor -name '*.rs' -o -name Cargo.toml 2>/dev/null) \
+	Cargo.toml Cargo.lock pyproject.toml spark_udfs/pyproject.toml
+
+$(VENV)/.dev-stamp: $(VENV)/.stamp $(BUILD_INPUTS)
 	$(VENV)/bin/maturin develop --release --extras test,dev,spark,bench -q
 	$(VENV)/bin/pip install -q --no-deps -e spark_udfs --config-settings editable_mode=compat
+	touch $@
 
-run: dev ## start one broker on 127.0.0.1:9092 with data in ./kafkars-data
-	$(VENV)/bin/kafkars-server-start $(ARGS)
+dev: $(VENV)/.dev-stamp ## build the Rust core (release), install kafkars-broker (with its extras) and kafkars-spark into .venv
+
+run: $(VENV)/.dev-stamp ## start one broker with config/server.properties: 127.0.0.1:9092, data in ./kafkars-data
+	@$(VENV)/bin/kafkars-server-start $(or $(CONFIG),config/server.properties) $(ARGS)
 
 test: system-deps dev lint test-rust test-python test-smoke ## lint, then every test (what CI runs)
 

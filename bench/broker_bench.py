@@ -172,7 +172,7 @@ def plot(results: dict[str, object], targets: list[str], path: Path) -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        print("matplotlib is not installed (pip install kafkars[bench]): no plot")
+        print("matplotlib is not installed (pip install 'kafkars-broker[bench]'): no plot")
         return
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
     names = ["loopback limit"]

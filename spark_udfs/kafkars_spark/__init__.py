@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafkars_spark._environment import prepare_spark_environment
 from kafkars_spark.arrow import KAFKA_DDL, decode_batches, kafka_ddl
+
+prepare_spark_environment()
 
 __all__ = ["KAFKA_DDL", "decode_batches", "kafka_ddl", "register"]
 

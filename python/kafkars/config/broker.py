@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import logging
 import os
 import re
@@ -82,6 +83,13 @@ def config_key(name: str) -> ConfigKey | None:
     return key
 
 
+def did_you_mean(name: str) -> str:
+    """``"; did you mean 'x'?"`` naming the closest known broker config, or ``""``."""
+    known = [*BROKER_CONFIG_DEF.names(), *BROKER_DYNAMIC_ONLY_DEF.names()]
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.8)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
 class KafkaConfig:
     """A broker's configuration.
 
@@ -121,12 +129,14 @@ class KafkaConfig:
             if name in effective:
                 self.values[name] = BROKER_DYNAMIC_ONLY_DEF.parse_value(name, effective[name])
         self.unknown: list[str] = sorted(k for k in effective if config_key(k) is None)
-        if warn_unknown and self.unknown:
+        if warn_unknown:
             # Kafka keeps unknown keys (plugins read them) and only logs them.
-            log.warning(
-                "Unknown configuration keys (kept, but not used by kafkars): %s",
-                ", ".join(self.unknown),
-            )
+            for name in self.unknown:
+                log.warning(
+                    "Unknown configuration '%s' (kept, but not used by kafkars)%s",
+                    name,
+                    did_you_mean(name),
+                )
         self._derive()
         self._validate()
 

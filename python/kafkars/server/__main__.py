@@ -1,3 +1,3 @@
 from kafkars.server.cli import main
 
-main()
+main(prog_name="python -m kafkars.server")

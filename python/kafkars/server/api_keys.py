@@ -63,6 +63,11 @@ class ApiKey(IntEnum):
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
 
+    @property
+    def request_name(self) -> str:
+        """Kafka's name for the request in logs and metrics: `Produce`, `ListOffsets`."""
+        return "".join(part.capitalize() for part in self.name.split("_"))
+
 
 # Apache Kafka 4.0's advertised ranges (min, max). The broker advertises, for each API it
 # has a handler for, this range clipped to what the wire codec can encode.

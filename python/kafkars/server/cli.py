@@ -5,16 +5,15 @@ from __future__ import annotations
 import json
 import logging
 import signal
-import sys
 import threading
 from pathlib import Path
 
 import click
 
+from kafkars import __version__
 from kafkars.config import ConfigException, KafkaConfig, parse_overrides
-from kafkars.server.kafka_server import KafkaServer
-
-LOG_FORMAT = "[%(asctime)s] %(levelname)s %(message)s (%(name)s)"
+from kafkars.server.kafka_server import KafkaServer, StartupError
+from kafkars.server.logging_config import LEVELS, LoggingConfigError, configure_logging
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -32,15 +31,41 @@ LOG_FORMAT = "[%(asctime)s] %(levelname)s %(message)s (%(name)s)"
     hidden=True,
     help="Write the bound listeners here as JSON once serving (used by kafkars.testing).",
 )
-@click.option("--log-level", default="INFO", show_default=True)
+@click.option(
+    "--log-level",
+    type=click.Choice(list(LEVELS), case_sensitive=False),
+    default="INFO",
+    show_default=True,
+    help="Level of every logger a --log-config file does not set.",
+)
+@click.option(
+    "--log-config",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Python logging.config file (INI, or a dictConfig as .json): per-logger levels, "
+    "handlers. Set kafkars.request to DEBUG to log every request.",
+)
+@click.option(
+    "--log-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write the log here, rotated at 100 MiB keeping 10 files.",
+)
+@click.version_option(__version__, "--version", message="%(version)s")
 def main(
-    properties: str | None, overrides: tuple[str, ...], ready_file: str | None, log_level: str
+    properties: str | None,
+    overrides: tuple[str, ...],
+    ready_file: str | None,
+    log_level: str,
+    log_config: Path | None,
+    log_file: Path | None,
 ) -> None:
     """Start a kafkars broker.
 
     With no properties file: one broker on 127.0.0.1:9092 with data in ./kafkars-data.
     """
-    logging.basicConfig(level=log_level.upper(), format=LOG_FORMAT, stream=sys.stderr)
+    try:
+        configure_logging(log_level, log_config, log_file)
+    except LoggingConfigError as e:
+        raise click.ClickException(str(e)) from None
     try:
         extra = parse_overrides(list(overrides))
         if properties:
@@ -61,8 +86,13 @@ def main(
     signal.signal(signal.SIGINT, on_signal)
     try:
         server.startup()
-    except Exception as e:
+    except (StartupError, ConfigException) as e:
+        # A mistake of the user's: one line, no traceback.
         logging.getLogger("kafkars.server").error("Fatal error during start-up: %s", e)
+        server.shutdown()
+        raise SystemExit(1) from None
+    except Exception:
+        logging.getLogger("kafkars.server").exception("Fatal error during start-up")
         server.shutdown()
         raise SystemExit(1) from None
     if ready_file:

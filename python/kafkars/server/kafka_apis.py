@@ -23,6 +23,7 @@ from kafkars.server.apis import (
     quotas,
     sasl,
     topics,
+    transactions,
     versions,
 )
 from kafkars.server.error_responses import error_response, respond_with_error
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kafkars.server.KafkaApis")
 log_authorizer = logging.getLogger("kafka.authorizer.logger")
+# Every request at DEBUG, as Kafka's kafka.request.logger (see logging_config).
+log_request = logging.getLogger("kafkars.request")
 
 Handler = Callable[["KafkaServer", Any], "dict[str, Any] | None"]
 
@@ -48,7 +51,15 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.DELETE_TOPICS: topics.handle_delete_topics,
     ApiKey.CREATE_PARTITIONS: topics.handle_create_partitions,
     ApiKey.DESCRIBE_LOG_DIRS: cluster.handle_describe_log_dirs,
-    ApiKey.INIT_PRODUCER_ID: cluster.handle_init_producer_id,
+    ApiKey.INIT_PRODUCER_ID: transactions.handle_init_producer_id,
+    ApiKey.ADD_PARTITIONS_TO_TXN: transactions.handle_add_partitions_to_txn,
+    ApiKey.ADD_OFFSETS_TO_TXN: transactions.handle_add_offsets_to_txn,
+    ApiKey.END_TXN: transactions.handle_end_txn,
+    ApiKey.TXN_OFFSET_COMMIT: transactions.handle_txn_offset_commit,
+    ApiKey.WRITE_TXN_MARKERS: transactions.handle_write_txn_markers,
+    ApiKey.DESCRIBE_PRODUCERS: transactions.handle_describe_producers,
+    ApiKey.DESCRIBE_TRANSACTIONS: transactions.handle_describe_transactions,
+    ApiKey.LIST_TRANSACTIONS: transactions.handle_list_transactions,
     ApiKey.DESCRIBE_CONFIGS: configs.handle_describe_configs,
     ApiKey.ALTER_CONFIGS: configs.handle_alter_configs,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: configs.handle_incremental_alter_configs,
@@ -195,8 +206,22 @@ class KafkaApis:
                 raise
             respond_with_error(request, e)
         finally:
+            took_ns = time.perf_counter_ns() - started
             self.request_count[key] = self.request_count.get(key, 0) + 1
-            self.request_time_ns[key] = (
-                self.request_time_ns.get(key, 0) + time.perf_counter_ns() - started
-            )
+            self.request_time_ns[key] = self.request_time_ns.get(key, 0) + took_ns
+            if log_request.isEnabledFor(logging.DEBUG):
+                log_request.debug(
+                    "Completed request: api=%s version=%d correlation_id=%d client_id=%s "
+                    "from=%s:%d listener=%s principal=%s answered=%s handler_ms=%.3f",
+                    ApiKey(key).request_name,
+                    request.api_version,
+                    request.correlation_id,
+                    request.client_id,
+                    request.client_host,
+                    request.client_port,
+                    request.listener_name,
+                    request.principal or "User:ANONYMOUS",
+                    request.answered,
+                    took_ns / 1e6,
+                )
         return None

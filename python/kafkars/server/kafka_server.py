@@ -21,7 +21,13 @@ from kafkars.config.ssl import tls_settings_by_listener
 from kafkars.coordinator.group import GroupCoordinator
 from kafkars.coordinator.group.consumer_group import ConsumerGroupConfig, ConsumerGroupCoordinator
 from kafkars.coordinator.group.group_coordinator import GroupConfig
-from kafkars.coordinator.group.group_metadata_manager import GroupMetadataManager
+from kafkars.coordinator.group.group_metadata_manager import (
+    GROUP_METADATA_TOPIC_NAME,
+    GroupMetadataManager,
+)
+from kafkars.coordinator.transaction import TransactionConfig, TransactionCoordinator
+from kafkars.coordinator.transaction.producer_id_manager import ProducerIdManager
+from kafkars.coordinator.transaction.transaction_state_manager import TransactionStateManager
 from kafkars.log import read_properties
 from kafkars.security.authorizer import build_authorizer
 from kafkars.security.sasl import listener_sasl_settings
@@ -43,6 +49,26 @@ log = logging.getLogger("kafkars.server.KafkaServer")
 # Where dynamic broker configs are kept, inside the first log dir (a hidden directory,
 # so it is never taken for a partition).
 CONFIG_STORE_DIR = ".kafkars-config"
+
+
+class StartupError(Exception):
+    """A start-up failure a user can fix; the message is the one line they see."""
+
+
+def prepare_log_dir(path: Path) -> None:
+    """Creates a `log.dirs` entry, or says in one line why it cannot be a log dir."""
+    if path.exists() and not path.is_dir():
+        raise StartupError(f"log.dirs: {path} is not a directory")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise StartupError(f"log.dirs: cannot create {path}: {e.strerror}") from e
+    probe = path / ".kafkars-write-probe"
+    try:
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        raise StartupError(f"log.dirs: {path} is not writable: {e.strerror}") from e
 
 
 def resolve_identity(dirs: list[str], configured_id: int, reserved_max_id: int) -> tuple[int, str]:
@@ -111,6 +137,7 @@ class KafkaServer:
         self.kafka_scheduler: KafkaScheduler | None = None
         self.group_coordinator: GroupCoordinator | None = None
         self.consumer_group_coordinator: ConsumerGroupCoordinator | None = None
+        self.transaction_coordinator: TransactionCoordinator | None = None
         self.topic_metrics = BrokerTopicMetrics()
         self.metrics_server: MetricsServer | None = None
         self._shutdown_lock = threading.Lock()
@@ -175,7 +202,7 @@ class KafkaServer:
         _core.set_rust_log_level(logging.getLogger("kafkars").getEffectiveLevel())
         dirs = self.log_dirs
         for d in dirs:
-            Path(d).mkdir(parents=True, exist_ok=True)
+            prepare_log_dir(Path(d))
         self.broker_id, self.cluster_id = resolve_identity(
             dirs, int(self.config.get("broker.id")), int(self.config.get("reserved.broker.max.id"))
         )
@@ -194,7 +221,10 @@ class KafkaServer:
             self.config_store.broker_configs(self.broker_id),
             self.config_store.default_broker_configs(),
         )
-        self.log_manager = _core.LogManager(dirs, self.broker_id, self.cluster_id)
+        try:
+            self.log_manager = _core.LogManager(dirs, self.broker_id, self.cluster_id)
+        except _core.LogError as e:
+            raise StartupError(f"log.dirs: {e.args[-1]}") from e
         report = self.log_manager.load_logs(
             int(self.config.get("num.recovery.threads.per.data.dir")),
             self.storage_config({}),
@@ -245,6 +275,15 @@ class KafkaServer:
         )
         self.consumer_group_coordinator.load(self.group_metadata_manager.consumer_group_records)
         t = step("group coordinator", t)
+        self.transaction_state_manager = TransactionStateManager(self)
+        self.transaction_coordinator = TransactionCoordinator(
+            TransactionConfig.from_broker(self.config),
+            ProducerIdManager(self.metadata.allocate_producer_id_block),
+            self.transaction_state_manager,
+            self.write_txn_markers,
+        )
+        self.transaction_coordinator.startup()
+        t = step("transaction coordinator", t)
         self.apis = KafkaApis(self)
         t = step("apis", t)
 
@@ -331,6 +370,8 @@ class KafkaServer:
                 self.produce_purgatory.shutdown()
             if self.group_coordinator is not None:
                 self.group_coordinator.shutdown()
+            if self.transaction_coordinator is not None:
+                self.transaction_coordinator.shutdown()
             if self.consumer_group_coordinator is not None:
                 self.consumer_group_coordinator.shutdown()
                 self._consumer_group_timer.shutdown()
@@ -341,6 +382,40 @@ class KafkaServer:
 
     def await_shutdown(self, timeout: float | None = None) -> bool:
         return self._stopped.wait(timeout)
+
+    # -- transaction markers ----------------------------------------------------------------
+    def write_txn_marker(
+        self,
+        topic: str,
+        partition: int,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        *,
+        commit: bool,
+    ) -> None:
+        """Writes one COMMIT/ABORT marker; on `__consumer_offsets` the group coordinator
+        then applies or drops the transaction's offsets."""
+        self.replica_manager.write_txn_marker(
+            topic, partition, producer_id, producer_epoch, coordinator_epoch, commit=commit
+        )
+        if topic == GROUP_METADATA_TOPIC_NAME and self.group_coordinator is not None:
+            self.group_coordinator.complete_txn_offsets(producer_id, commit)
+
+    def write_txn_markers(
+        self, producer_id: int, producer_epoch: int, commit: bool, partitions: list[tuple[str, int]]
+    ) -> None:
+        """The coordinator's markers for one transaction, one per partition. A partition
+        that no longer exists (its topic was deleted) needs none."""
+        for topic, partition in partitions:
+            try:
+                self.write_txn_marker(
+                    topic, partition, producer_id, producer_epoch, 0, commit=commit
+                )
+            except KafkaError as e:
+                if e.code is not Errors.UNKNOWN_TOPIC_OR_PARTITION:
+                    raise
+                log.info("Skipping the transaction marker for deleted %s-%d", topic, partition)
 
     # -- topic administration (the single-broker controller) ------------------------------
     def _become_leader(self, topic: TopicMetadata) -> None:

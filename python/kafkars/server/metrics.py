@@ -150,7 +150,7 @@ class BrokerCollector:
 def _request_name(key: int) -> str:
     """Kafka's request names (`Produce`, `FetchConsumer`, ...) in CamelCase."""
     try:
-        return "".join(part.capitalize() for part in ApiKey(key).name.split("_"))
+        return ApiKey(key).request_name
     except ValueError:
         return str(key)
 
