@@ -249,7 +249,18 @@ def test_unknown_keys_warn_but_are_kept(caplog: pytest.LogCaptureFixture) -> Non
         config = KafkaConfig.from_dict({"my.plugin.setting": "x", "zz.other": "1"})
     assert config.unknown == ["my.plugin.setting", "zz.other"]
     assert config.get("my.plugin.setting") == "x"
-    assert any("my.plugin.setting, zz.other" in r.getMessage() for r in caplog.records)
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("Unknown configuration 'my.plugin.setting'" in m for m in messages)
+    assert any("Unknown configuration 'zz.other'" in m for m in messages)
+    assert not any("did you mean" in m for m in messages)
+
+
+def test_unknown_key_close_to_a_known_one_gets_a_suggestion(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="kafkars.config.broker"):
+        KafkaConfig.from_dict({"log.retention.hour": "5"})
+    assert any("did you mean 'log.retention.hours'?" in r.getMessage() for r in caplog.records)
 
 
 def test_listener_prefixed_keys_are_known() -> None:
