@@ -16,7 +16,6 @@ from typing import Any
 
 import click
 
-from kafkars._core import __version__
 from kafkars.tools import client
 
 OPERATIONS = (
@@ -30,18 +29,6 @@ def _enum_name(op: str) -> str:
     """`DescribeConfigs` -> `DESCRIBE_CONFIGS` (confluent-kafka's enum names)."""
     out = "".join("_" + c if c.isupper() and i else c for i, c in enumerate(op))
     return out.upper()
-
-
-def _read_properties(path: str | None) -> dict[str, str]:
-    if path is None:
-        return {}
-    import javaproperties
-
-    try:
-        with open(path, encoding="utf-8") as f:
-            return dict(javaproperties.load(f))
-    except OSError as e:
-        raise click.ClickException(f"cannot read --command-config {path}: {e.strerror}") from None
 
 
 def _resources(
@@ -66,7 +53,7 @@ def _describe(binding: Any) -> str:
     )
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(cls=client.Tool)
 @click.option("-b", "--bootstrap-server", default="127.0.0.1:9092", show_default=True)
 @click.option("--command-config", help="Client properties file (security settings).")
 @click.option("--add", is_flag=True, help="Add ACLs.")
@@ -99,7 +86,7 @@ def _describe(binding: Any) -> str:
     "--consumer", is_flag=True, help="Shortcut: Read, Describe on --topic, Read on --group."
 )
 @click.option("--force", is_flag=True, help="--remove without asking.")
-@click.version_option(version=__version__, message="%(version)s")
+@client.version_option()
 def main(
     bootstrap_server: str,
     command_config: str | None,
@@ -139,7 +126,7 @@ def main(
         raise click.UsageError("--add needs --operation, --producer or --consumer")
     if add and not (allow_principal or deny_principal):
         raise click.UsageError("--add needs --allow-principal or --deny-principal")
-    admin = client.admin(bootstrap_server, _read_properties(command_config))
+    admin = client.admin(bootstrap_server, client.read_properties(command_config))
     pattern = ResourcePatternType[resource_pattern_type.upper()]
 
     def ops_for(rtype: str) -> list[str]:
@@ -248,12 +235,7 @@ def main(
 
 
 def _result(future: Any) -> Any:
-    from confluent_kafka import KafkaException
-
-    try:
-        return future.result(15)
-    except KafkaException as e:
-        raise click.ClickException(e.args[0].str()) from None
+    return client.result(future, client.DEFAULT_TIMEOUT_S)
 
 
 if __name__ == "__main__":  # pragma: no cover

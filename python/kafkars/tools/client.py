@@ -1,13 +1,127 @@
-"""The Kafka client the command-line tools speak through: confluent-kafka (librdkafka),
-so a tool sees the broker the way every client does. Imported lazily so `--help` works
-without it."""
+"""What the command-line tools share: the Kafka client they speak through (confluent-kafka,
+so a tool sees the broker the way every client does, imported lazily so `--help` works
+without it), a reachability check that fails fast with one line instead of librdkafka's
+reconnect log, and the click command class that turns client errors into that one line.
+
+A tool never prints a traceback for a condition a user can cause (a broker that is down,
+a topic that is missing, a bad argument): click's usage errors exit 2, everything else
+the user can fix exits 1 with `Error: <what, and where>`.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import concurrent.futures
+import contextlib
+import logging
+import os
+import socket
+import struct
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import click
+
+from kafkars import __version__
+
+# Bounded waits: Kafka's tools without a --timeout give up within this.
+DEFAULT_TIMEOUT_S = 10.0
+
+# librdkafka's own log (connect failures every few ms) goes to a logger nobody prints:
+# the tools report what went wrong themselves, once.
+_LIBRDKAFKA_LOG = logging.getLogger("kafkars.tools.librdkafka")
+_LIBRDKAFKA_LOG.addHandler(logging.NullHandler())
+_LIBRDKAFKA_LOG.propagate = False
+
+# The bootstrap servers this tool checked, to name them in errors that do not.
+_bootstrap: list[str] = []
+
+
+def _broker() -> str:
+    return f"bootstrap server {_bootstrap[-1]}" if _bootstrap else "the broker"
+
+
+def version_option() -> Callable[[Any], Any]:
+    """`--version`, printing the kafkars version as every tool does."""
+    return click.version_option(__version__, "--version", message="%(version)s")
+
+
+class Tool(click.Command):
+    """A tool's command: `-h`/`--help`, Kafka client failures and timeouts as one line
+    with exit code 1, and `greedy_options` that take several values after one flag, as
+    Kafka's tools take `--producer-props k1=v1 k2=v2`."""
+
+    greedy_options: frozenset[str] = frozenset()
+
+    def __init__(self, *args: Any, greedy: Iterable[str] = (), **kwargs: Any) -> None:
+        kwargs.setdefault("context_settings", {"help_option_names": ["-h", "--help"]})
+        super().__init__(*args, **kwargs)
+        self.greedy_options = frozenset(greedy)
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, expand_greedy(args, self.greedy_options))
+
+    def invoke(self, ctx: click.Context) -> Any:
+        with client_errors():
+            return super().invoke(ctx)
+
+
+class ToolGroup(click.Group):
+    """A tool with subcommands (`kafkars-perf-test producer|consumer`)."""
+
+    command_class = Tool
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("context_settings", {"help_option_names": ["-h", "--help"]})
+        super().__init__(*args, **kwargs)
+
+
+def expand_greedy(args: Sequence[str], greedy: frozenset[str]) -> list[str]:
+    """`--opt a b --x` -> `--opt a --opt b --x`: the values up to the next option."""
+    out: list[str] = []
+    current: str | None = None
+    for arg in args:
+        if arg.startswith("-"):
+            current = arg if arg in greedy else None
+            out.append(arg)
+        elif current is not None and out[-1] != current:
+            out += [current, arg]
+        else:
+            out.append(arg)
+    return out
+
+
+@contextlib.contextmanager
+def client_errors() -> Iterator[None]:
+    """Turns the Kafka client's exceptions into `click.ClickException`s (one line)."""
+    try:
+        yield
+    except (click.exceptions.Exit, click.ClickException, click.Abort):
+        raise
+    except concurrent.futures.TimeoutError:
+        raise click.ClickException(f"timed out waiting for {_broker()}") from None
+    except BrokenPipeError:  # `tool | head`: the reader has gone; say nothing more
+        # (Python's advice: point stdout at devnull so the exit's flush fails no more).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise click.exceptions.Exit(1) from None
+    except OSError as e:
+        raise click.ClickException(str(e)) from None
+    except Exception as e:
+        if type(e).__name__ == "KafkaException" and e.args:
+            err = e.args[0]
+            text = describe_error(err)
+            if getattr(err, "name", lambda: "")().startswith("_"):  # local: say where
+                text += f" ({_broker()})"
+            raise click.ClickException(text) from None
+        raise
+
+
+def describe_error(err: Any) -> str:
+    """`NAME: text` of a confluent-kafka KafkaError (or whatever it was given)."""
+    if hasattr(err, "name") and hasattr(err, "str"):
+        return f"{err.name()}: {err.str()}"
+    return str(err)
 
 
 def _confluent() -> Any:
@@ -18,6 +132,7 @@ def _confluent() -> Any:
     return confluent_kafka
 
 
+# -- properties --------------------------------------------------------------------------------
 def parse_properties(pairs: Iterable[str], option: str) -> dict[str, str]:
     """`key=value` pairs (from repeated options or one comma-separated list) as a dict."""
     out: dict[str, str] = {}
@@ -29,31 +144,122 @@ def parse_properties(pairs: Iterable[str], option: str) -> dict[str, str]:
     return out
 
 
-def admin(bootstrap: str, extra: dict[str, str] | None = None) -> Any:
+def read_properties(path: str | None, option: str = "--command-config") -> dict[str, str]:
+    """A Java properties file of client settings (security.protocol, sasl.*, ssl.*)."""
+    if path is None:
+        return {}
+    import javaproperties
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            return dict(javaproperties.load(f))
+    except OSError as e:
+        raise click.ClickException(f"cannot read {option} {path}: {e.strerror}") from None
+
+
+# -- reachability ------------------------------------------------------------------------------
+def bootstrap_addresses(bootstrap: str) -> list[tuple[str, int]]:
+    """`host:port,[::1]:port,SASL_SSL://host:port` as (host, port) pairs."""
+    out = []
+    for item in filter(None, (s.strip() for s in bootstrap.split(","))):
+        address = item.rpartition("://")[2]
+        host, sep, port = address.rpartition(":")
+        host = host.strip("[]")
+        if not sep or not host or not port.isdigit():
+            raise click.BadParameter(
+                f"{item!r} is not host:port", param_hint="'--bootstrap-server'"
+            )
+        out.append((host, int(port)))
+    if not out:
+        raise click.BadParameter("no address given", param_hint="'--bootstrap-server'")
+    return out
+
+
+def check_reachable(bootstrap: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+    """Fails with one line naming the address unless a bootstrap server accepts a TCP
+    connection within `timeout_s`: librdkafka would retry for a minute and log each try."""
+    _bootstrap.append(bootstrap)
+    deadline = time.monotonic() + timeout_s
+    reasons = []
+    for host, port in bootstrap_addresses(bootstrap):
+        left = max(deadline - time.monotonic(), 0.1)
+        try:
+            socket.create_connection((host, port), timeout=left).close()
+            return
+        except socket.gaierror as e:
+            reasons.append(f"{host}:{port} ({e.strerror})")
+        except TimeoutError:
+            reasons.append(f"{host}:{port} (no answer within {timeout_s:g} s)")
+        except OSError as e:
+            reasons.append(f"{host}:{port} ({e.strerror or e})")
+    raise click.ClickException(f"cannot connect to bootstrap server {', '.join(reasons)}")
+
+
+class ErrorSink:
+    """librdkafka's `error_cb`: keeps the last error so a polling loop can stop on it."""
+
+    def __init__(self) -> None:
+        self.last: Any = None
+
+    def __call__(self, err: Any) -> None:
+        self.last = err
+
+    def all_brokers_down(self) -> bool:
+        from confluent_kafka import KafkaError
+
+        return self.last is not None and self.last.code() == KafkaError._ALL_BROKERS_DOWN
+
+
+def _quiet(bootstrap: str, extra: dict[str, Any] | None) -> dict[str, Any]:
+    return {
+        "bootstrap.servers": bootstrap,
+        "logger": _LIBRDKAFKA_LOG,
+        "log.connection.close": False,
+        "error_cb": ErrorSink(),
+        **(extra or {}),
+    }
+
+
+def admin(
+    bootstrap: str, extra: dict[str, Any] | None = None, timeout_s: float = DEFAULT_TIMEOUT_S
+) -> Any:
+    _confluent()
     from confluent_kafka.admin import AdminClient
 
-    _confluent()
-    return AdminClient({"bootstrap.servers": bootstrap, **(extra or {})})
+    check_reachable(bootstrap, timeout_s)
+    return AdminClient(_quiet(bootstrap, extra))
 
 
-def producer(bootstrap: str, extra: dict[str, str] | None = None) -> Any:
-    return _confluent().Producer({"bootstrap.servers": bootstrap, **(extra or {})})
+def producer(
+    bootstrap: str, extra: dict[str, Any] | None = None, timeout_s: float = DEFAULT_TIMEOUT_S
+) -> Any:
+    kafka = _confluent()
+    check_reachable(bootstrap, timeout_s)
+    return kafka.Producer(_quiet(bootstrap, extra))
 
 
-def consumer(bootstrap: str, group: str, extra: dict[str, str] | None = None) -> Any:
-    return _confluent().Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": group,
-            "enable.auto.commit": False,
-            **(extra or {}),
-        }
-    )
+def consumer(
+    bootstrap: str,
+    group: str,
+    extra: dict[str, Any] | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> Any:
+    kafka = _confluent()
+    check_reachable(bootstrap, timeout_s)
+    config = {"group.id": group, "enable.auto.commit": False, **(extra or {})}
+    return kafka.Consumer(_quiet(bootstrap, config))
 
 
-def topic_partitions(client: Any, topic: str) -> list[int]:
+def result(future: Any, timeout_s: float = 30.0) -> Any:
+    """A future's result; its KafkaError or a timeout becomes the tool's one-line error."""
+    with client_errors():
+        return future.result(timeout_s)
+
+
+def topic_partitions(client: Any, topic: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> list[int]:
     """The topic's partition ids, or a clean error when it does not exist."""
-    meta = client.list_topics(topic, timeout=10).topics.get(topic)
+    with client_errors():
+        meta = client.list_topics(topic, timeout=timeout_s).topics.get(topic)
     if meta is None or meta.error is not None:
         raise click.ClickException(f"Topic '{topic}' does not exist")
     return sorted(meta.partitions)
@@ -62,3 +268,58 @@ def topic_partitions(client: Any, topic: str) -> list[int]:
 def config_source(entry: Any) -> int:
     """A described config's source as Kafka's number (confluent-kafka may give an enum)."""
     return int(getattr(entry.source, "value", entry.source))
+
+
+# -- the wire protocol, for the APIs confluent-kafka does not expose ----------------------------
+class WireClient:
+    """One plaintext connection speaking Kafka requests through kafkars' own codec
+    (`kafkars._core.protocol`): DescribeClientQuotas, AlterClientQuotas, OffsetDelete have
+    no confluent-kafka call."""
+
+    def __init__(self, host: str, port: int, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        try:
+            self.sock = socket.create_connection((host, port), timeout=timeout_s)
+        except OSError as e:
+            raise click.ClickException(f"cannot connect to {host}:{port}: {e}") from None
+        self.correlation = 0
+
+    @classmethod
+    def connect(
+        cls, bootstrap: str, config: dict[str, str], timeout_s: float = DEFAULT_TIMEOUT_S
+    ) -> WireClient:
+        protocol = config.get("security.protocol", "PLAINTEXT").upper()
+        if protocol != "PLAINTEXT":
+            raise click.ClickException(
+                f"this command speaks PLAINTEXT only, not security.protocol={protocol}"
+            )
+        check_reachable(bootstrap, timeout_s)
+        host, port = bootstrap_addresses(bootstrap)[0]
+        return cls(host, port, timeout_s)
+
+    def call(self, api_key: int, version: int, body: dict[str, Any]) -> dict[str, Any]:
+        from kafkars import _core
+
+        self.correlation += 1
+        codec = _core.protocol
+        try:
+            self.sock.sendall(
+                codec.encode_request(api_key, version, self.correlation, "kafkars-tools", body)
+            )
+            size = struct.unpack(">i", self._recv(4))[0]
+            return codec.decode_response(api_key, version, self.correlation, self._recv(size))
+        except TimeoutError:
+            raise click.ClickException(f"timed out waiting for {_broker()}") from None
+        except OSError as e:
+            raise click.ClickException(f"lost the connection to the broker: {e}") from None
+
+    def _recv(self, n: int) -> bytes:
+        out = b""
+        while len(out) < n:
+            chunk = self.sock.recv(n - len(out))
+            if not chunk:
+                raise click.ClickException("the broker closed the connection")
+            out += chunk
+        return out
+
+    def close(self) -> None:
+        self.sock.close()

@@ -5,7 +5,9 @@
 
 Each line of standard input is one record. As in Kafka's LineMessageReader,
 `parse.key` splits a key off at `key.separator` (a line without it is an error), and
-`parse.headers` reads `h1:v1,h2:v2` before the key at `headers.delimiter`.
+`parse.headers` reads `h1:v1,h2:v2` before the key at `headers.delimiter`. A topic that
+does not exist (and that the broker does not create on first use) is an error before
+anything is read.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ class LineReader:
         return None if text == self.null_marker else text.encode()
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(cls=client.Tool)
 @click.option("-b", "--bootstrap-server", default="127.0.0.1:9092", show_default=True)
 @click.option("--topic", required=True)
 @click.option("--partition", type=int, help="Send every record to this partition.")
@@ -66,6 +68,8 @@ class LineReader:
 @click.option("--sync", is_flag=True, help="Wait for each record's acknowledgement.")
 @click.option("--property", "properties", multiple=True, help="Line reader property key=value.")
 @click.option("--producer-property", "producer_properties", multiple=True, help="key=value.")
+@click.option("--producer.config", "producer_config", help="Producer properties file.")
+@client.version_option()
 def main(
     bootstrap_server: str,
     topic: str,
@@ -75,10 +79,12 @@ def main(
     sync: bool,
     properties: tuple[str, ...],
     producer_properties: tuple[str, ...],
+    producer_config: str | None,
 ) -> None:
     """Sends each line of standard input to a topic."""
     reader = LineReader(client.parse_properties(properties, "--property"))
     config = {
+        **client.read_properties(producer_config, "--producer.config"),
         "compression.type": compression_codec,
         "acks": request_required_acks,
         **client.parse_properties(producer_properties, "--producer-property"),
@@ -113,7 +119,11 @@ def produce_lines(
     sync: bool,
     lines: IO[str],
 ) -> DeliveryReport:
-    producer = client.producer(bootstrap, config)
+    errors = client.ErrorSink()
+    producer = client.producer(bootstrap, {**config, "error_cb": errors})
+    existing = client.topic_partitions(producer, topic)
+    if partition is not None and partition not in existing:
+        raise click.ClickException(f"Topic '{topic}' has no partition {partition}")
     report = DeliveryReport()
     where = {} if partition is None else {"partition": partition}
     for line in lines:
@@ -126,9 +136,17 @@ def produce_lines(
                 break
             except BufferError:  # the local queue is full: let deliveries drain it
                 producer.poll(0.1)
+                _check(errors)
         producer.flush() if sync else producer.poll(0)
-    producer.flush()
+        _check(errors)
+    while producer.flush(0.5):
+        _check(errors)
     return report
+
+
+def _check(errors: client.ErrorSink) -> None:
+    if errors.all_brokers_down():
+        raise click.ClickException(f"lost the broker: {client.describe_error(errors.last)}")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,8 +1,13 @@
 """`kafkars-perf-test`: Kafka's kafka-producer-perf-test.sh and kafka-consumer-perf-test.sh.
 
-    kafkars-perf-test producer -b 127.0.0.1:9092 --topic T --num-records 1000000 \\
-        --record-size 100 --throughput -1 --producer-props acks=1 --producer-props linger.ms=5
+    kafkars-perf-test producer --topic T --num-records 1000000 --record-size 100 \\
+        --throughput -1 --producer-props bootstrap.servers=127.0.0.1:9092 acks=1 linger.ms=5
     kafkars-perf-test consumer -b 127.0.0.1:9092 --topic T --messages 1000000
+
+As Kafka's perf tools take them, `--producer-props` (and `--consumer-props`) take any
+number of `key=value` after one flag, `bootstrap.servers` among them or from
+`-b/--bootstrap-server`; `--producer.config`/`--consumer.config` read a properties file
+(the props on the command line win).
 
 The producer prints a progress line every 5 s and a final line in Kafka's format
 (records/s, MB/s, average and maximum latency, then the 50th/95th/99th/99.9th
@@ -25,7 +30,8 @@ from kafkars.tools import client
 _REPORT_EVERY_S = 5.0
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=client.ToolGroup)
+@client.version_option()
 def main() -> None:
     """Producer and consumer throughput tests."""
 
@@ -90,23 +96,43 @@ class Stats:
         )
 
 
-@main.command()
-@click.option("-b", "--bootstrap-server", default="127.0.0.1:9092", show_default=True)
+def _client_config(
+    bootstrap_server: str | None, config_file: str | None, option: str, props: tuple[str, ...]
+) -> tuple[str, dict[str, str]]:
+    """The bootstrap servers and the client configs: file, then props, then `-b`."""
+    config = {
+        **client.read_properties(config_file, option),
+        **client.parse_properties(props, option.replace(".config", "-props")),
+    }
+    bootstrap = bootstrap_server or config.pop("bootstrap.servers", None) or "127.0.0.1:9092"
+    config.pop("bootstrap.servers", None)
+    return bootstrap, config
+
+
+@main.command(greedy=["--producer-props"])
+@click.option("-b", "--bootstrap-server", help="Default: bootstrap.servers, or 127.0.0.1:9092.")
 @click.option("--topic", required=True)
-@click.option("--num-records", type=int, required=True)
-@click.option("--record-size", type=int, default=100, show_default=True)
+@click.option("--num-records", type=click.IntRange(min=1), required=True)
+@click.option("--record-size", type=click.IntRange(min=0), default=100, show_default=True)
 @click.option("--throughput", type=int, default=-1, help="Records/s to offer; -1: no limit.")
-@click.option("--producer-props", multiple=True, help="key=value producer configs.")
+@click.option("--producer-props", multiple=True, help="key=value producer configs (any number).")
+@click.option("--producer.config", "producer_config", help="Producer properties file.")
 def producer(
-    bootstrap_server: str,
+    bootstrap_server: str | None,
     topic: str,
     num_records: int,
     record_size: int,
     throughput: int,
     producer_props: tuple[str, ...],
+    producer_config: str | None,
 ) -> None:
     """Sends records as fast as allowed and reports throughput and latency."""
-    p = client.producer(bootstrap_server, client.parse_properties(producer_props, "props"))
+    bootstrap, config = _client_config(
+        bootstrap_server, producer_config, "--producer.config", producer_props
+    )
+    errors = client.ErrorSink()
+    p = client.producer(bootstrap, {**config, "error_cb": errors})
+    client.topic_partitions(p, topic)
     # Random bytes as Kafka's tool does (by default), so compression has no easy win.
     payload = os.urandom(record_size)
     stats = Stats()
@@ -128,6 +154,10 @@ def producer(
                 break
             except BufferError:
                 p.poll(0.01)
+                if errors.all_brokers_down():
+                    raise click.ClickException(
+                        f"lost the broker: {client.describe_error(errors.last)}"
+                    ) from None
         p.poll(0)
         if (line := stats.window_line()) is not None:
             click.echo(line)
@@ -141,27 +171,36 @@ def producer(
         raise click.ClickException(f"{stats.errors} record(s) failed")
 
 
-@main.command()
-@click.option("-b", "--bootstrap-server", default="127.0.0.1:9092", show_default=True)
+@main.command(greedy=["--consumer-props"])
+@click.option("-b", "--bootstrap-server", help="Default: bootstrap.servers, or 127.0.0.1:9092.")
 @click.option("--topic", required=True)
-@click.option("--messages", type=int, required=True, help="Records to consume.")
+@click.option("--messages", type=click.IntRange(min=1), required=True, help="Records to consume.")
 @click.option("--group", default=None, help="Default: a new perf-consumer-* group.")
-@click.option("--timeout", type=int, default=10000, show_default=True, help="ms without records.")
-@click.option("--consumer-props", multiple=True, help="key=value consumer configs.")
+@click.option(
+    "--timeout",
+    type=click.IntRange(min=1),
+    default=10000,
+    show_default=True,
+    help="ms without records.",
+)
+@click.option("--consumer-props", multiple=True, help="key=value consumer configs (any number).")
+@click.option("--consumer.config", "consumer_config", help="Consumer properties file.")
 def consumer(
-    bootstrap_server: str,
+    bootstrap_server: str | None,
     topic: str,
     messages: int,
     group: str | None,
     timeout: int,
     consumer_props: tuple[str, ...],
+    consumer_config: str | None,
 ) -> None:
     """Consumes from the beginning and reports MB/s and records/s."""
-    config = {
-        "auto.offset.reset": "earliest",
-        **client.parse_properties(consumer_props, "props"),
-    }
-    c = client.consumer(bootstrap_server, group or f"perf-consumer-{uuid.uuid4().hex[:8]}", config)
+    bootstrap, props = _client_config(
+        bootstrap_server, consumer_config, "--consumer.config", consumer_props
+    )
+    config = {"auto.offset.reset": "earliest", **props}
+    c = client.consumer(bootstrap, group or f"perf-consumer-{uuid.uuid4().hex[:8]}", config)
+    client.topic_partitions(c, topic)
     start_wall = time.time()
     start = time.monotonic()
     c.subscribe([topic])

@@ -1,14 +1,21 @@
 """`kafkars-topics`: Kafka's kafka-topics.sh for kafkars (or any broker).
 
     kafkars-topics -b 127.0.0.1:9092 --create --topic T --partitions 3 --config retention.ms=1000
-kafkars-topics -b ... --list [--exclude-internal]
-kafkars-topics -b ... --describe [--topic T]
-kafkars-topics -b ... --alter --topic T --partitions 6
-kafkars-topics -b ... --delete --topic T
+    kafkars-topics -b ... --list [--exclude-internal]
+    kafkars-topics -b ... --describe [--topic T]
+    kafkars-topics -b ... --alter --topic T --partitions 6
+    kafkars-topics -b ... --delete --topic T
+
+As in kafka-topics.sh, `--topic` of --list and --describe is a name or a regular
+expression; describing a topic that does not exist is an error unless `--if-exists`.
+(--alter and --delete take only an exact name: a regular expression is too easy to get
+wrong there.)
+`--command-config FILE` gives client properties (security settings).
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import Any
 
@@ -17,8 +24,9 @@ import click
 from kafkars.tools import client
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(cls=client.Tool)
 @click.option("-b", "--bootstrap-server", default="127.0.0.1:9092", show_default=True)
+@click.option("--command-config", help="Client properties file (security settings).")
 @click.option("--create", is_flag=True, help="Create a topic.")
 @click.option("--list", "list_", is_flag=True, help="List the topics.")
 @click.option("--describe", is_flag=True, help="Partitions, leaders and config overrides.")
@@ -31,8 +39,10 @@ from kafkars.tools import client
 @click.option("--if-not-exists", is_flag=True, help="--create: no error if it exists.")
 @click.option("--if-exists", is_flag=True, help="--alter/--delete: no error if it is missing.")
 @click.option("--exclude-internal", is_flag=True, help="--list/--describe: skip __ topics.")
+@client.version_option()
 def main(
     bootstrap_server: str,
+    command_config: str | None,
     create: bool,
     list_: bool,
     describe: bool,
@@ -53,30 +63,47 @@ def main(
         )
     if (create or alter or delete) and not topic:
         raise click.UsageError("--topic is required")
-    admin = client.admin(bootstrap_server)
+    if alter and partitions is None:
+        raise click.UsageError("--alter needs --partitions")
+    if create and partitions is not None and partitions < 1:
+        raise click.BadParameter("must be at least 1", param_hint="'--partitions'")
+    admin = client.admin(bootstrap_server, client.read_properties(command_config))
     if create:
         assert topic is not None
         _create(admin, topic, partitions, replication_factor, configs, if_not_exists)
-    elif list_:
-        for name in _names(admin, topic, exclude_internal):
-            click.echo(name)
-    elif describe:
-        _describe(admin, _names(admin, topic, exclude_internal))
-    elif alter:
-        assert topic is not None
-        if partitions is None:
-            raise click.UsageError("--alter needs --partitions")
+        return
+    if alter:
+        assert topic is not None and partitions is not None
         _run(admin.create_partitions, _new_partitions(topic, partitions), topic, if_exists)
-    else:
+        return
+    if delete:
         assert topic is not None
         _run(admin.delete_topics, [topic], topic, if_exists, operation_timeout=30)
+        return
+    names = _names(admin, topic, exclude_internal)
+    if topic is not None and not names and describe:
+        if if_exists:
+            return
+        raise click.ClickException(f"Topic '{topic}' does not exist")
+    if list_:
+        for name in names:
+            click.echo(name)
+    else:
+        _describe(admin, names)
 
 
 def _names(admin: Any, topic: str | None, exclude_internal: bool) -> list[str]:
-    names = sorted(admin.list_topics(timeout=10).topics)
+    """The topics `--topic` names: itself, or those its regular expression matches."""
+    names = sorted(admin.list_topics(timeout=client.DEFAULT_TIMEOUT_S).topics)
     if exclude_internal:
         names = [n for n in names if not n.startswith("__")]
-    return [n for n in names if topic is None or n == topic]
+    if topic is None or topic in names:
+        return [n for n in names if topic is None or n == topic]
+    try:
+        pattern = re.compile(topic)
+    except re.error:
+        return []
+    return [n for n in names if pattern.fullmatch(n)]
 
 
 def _new_partitions(topic: str, count: int) -> list[Any]:
@@ -128,12 +155,12 @@ def _create(
 def _describe(admin: Any, names: list[str]) -> None:
     from confluent_kafka.admin import ConfigResource, ConfigSource
 
-    metadata = admin.list_topics(timeout=10).topics
+    metadata = admin.list_topics(timeout=client.DEFAULT_TIMEOUT_S).topics
     for name in names:
         meta = metadata[name]
         parts = [meta.partitions[p] for p in sorted(meta.partitions)]
         resource = ConfigResource(ConfigResource.Type.TOPIC, name)
-        described = admin.describe_configs([resource])[resource].result(10)
+        described = client.result(admin.describe_configs([resource])[resource])
         overrides = ",".join(
             f"{k}={v.value}"
             for k, v in sorted(described.items())
