@@ -64,6 +64,23 @@ REQUESTS: dict[ApiKey, dict[str, Any]] = {
     },
     ApiKey.DELETE_RECORDS: {"topics": [{"name": "a", "partitions": [{"partition_index": 1}]}]},
     ApiKey.INIT_PRODUCER_ID: {"transactional_id": None},
+    ApiKey.ADD_PARTITIONS_TO_TXN: {
+        "v3_and_below_topics": [{"name": "a", "partitions": [0, 1]}],
+        "transactions": [],
+    },
+    ApiKey.ADD_OFFSETS_TO_TXN: {"transactional_id": "x", "group_id": "g"},
+    ApiKey.END_TXN: {"transactional_id": "x"},
+    ApiKey.TXN_OFFSET_COMMIT: {
+        "transactional_id": "x",
+        "group_id": "g",
+        "topics": [{"name": "a", "partitions": [{"partition_index": 0}]}],
+    },
+    ApiKey.WRITE_TXN_MARKERS: {
+        "markers": [{"producer_id": 1, "topics": [{"name": "a", "partition_indexes": [0]}]}]
+    },
+    ApiKey.DESCRIBE_PRODUCERS: {"topics": [{"name": "a", "partition_indexes": [0, 1]}]},
+    ApiKey.DESCRIBE_TRANSACTIONS: {"transactional_ids": ["x", "y"]},
+    ApiKey.LIST_TRANSACTIONS: {"state_filters": [], "producer_id_filters": []},
     ApiKey.DESCRIBE_CONFIGS: {"resources": [{"resource_type": 2, "resource_name": "a"}]},
     ApiKey.ALTER_CONFIGS: {"resources": [{"resource_type": 4, "resource_name": "1"}]},
     ApiKey.INCREMENTAL_ALTER_CONFIGS: {"resources": [{"resource_type": 2, "resource_name": "a"}]},
@@ -109,7 +126,7 @@ DECODERS = _kafka_python_responses()
 def _error_codes(obj: Any) -> Iterator[int]:
     if isinstance(obj, dict):
         for name, value in obj.items():
-            if name == "error_code":
+            if name in ("error_code", "partition_error_code"):
                 yield value
             else:
                 yield from _error_codes(value)

@@ -89,7 +89,29 @@ def required(
     if api_key == k.LIST_OFFSETS:
         return _topics(Op.DESCRIBE, (t["name"] for t in b["topics"]))
     if api_key in (k.OFFSET_COMMIT, k.TXN_OFFSET_COMMIT):
-        return [_group(Op.READ, b["group_id"]), *_topics(Op.READ, (t["name"] for t in b["topics"]))]
+        reqs = [_group(Op.READ, b["group_id"]), *_topics(Op.READ, (t["name"] for t in b["topics"]))]
+        if api_key == k.TXN_OFFSET_COMMIT:
+            reqs.insert(0, _txn(Op.WRITE, b["transactional_id"]))
+        return reqs
+    if api_key == k.ADD_PARTITIONS_TO_TXN:
+        if b.get("transactions"):
+            # v4+: the broker-to-coordinator verification form.
+            return [_cluster(Op.CLUSTER_ACTION)]
+        return [
+            _txn(Op.WRITE, b["v3_and_below_transactional_id"]),
+            *_topics(Op.WRITE, (t["name"] for t in b["v3_and_below_topics"])),
+        ]
+    if api_key == k.ADD_OFFSETS_TO_TXN:
+        return [_txn(Op.WRITE, b["transactional_id"]), _group(Op.READ, b["group_id"])]
+    if api_key == k.END_TXN:
+        return [_txn(Op.WRITE, b["transactional_id"])]
+    if api_key == k.WRITE_TXN_MARKERS:
+        return [_cluster(Op.CLUSTER_ACTION)]
+    if api_key == k.DESCRIBE_PRODUCERS:
+        return _topics(Op.READ, (t["name"] for t in b["topics"]))
+    if api_key == k.DESCRIBE_TRANSACTIONS:
+        return [_txn(Op.DESCRIBE, tid) for tid in b["transactional_ids"]]
+    # ListTransactions: the handler lists only the ids the principal may describe.
     if api_key == k.OFFSET_FETCH:
         groups = b.get("groups") or [{"group_id": b.get("group_id"), "topics": b.get("topics")}]
         reqs = []

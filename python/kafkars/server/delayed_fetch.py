@@ -11,7 +11,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from kafkars import _core
-from kafkars.server.apis.fetch import FetchPlan, fetch_response, read_plan
+from kafkars.server.apis.fetch import READ_COMMITTED, FetchPlan, fetch_response, read_plan
 from kafkars.server.error_responses import respond_or_error
 from kafkars.server.errors import KafkaError
 
@@ -58,6 +58,8 @@ class DelayedFetch:
                 log = self.server.replica_manager.get_partition(topic, index).log
             except KafkaError:
                 return True  # the partition went away: answer with its error now
+            if self.plan.isolation_level == READ_COMMITTED and log.last_stable_offset <= offset:
+                continue  # only an open transaction's records: nothing to read yet
             available += log.bytes_available(metadata, offset)
             if available >= self.plan.min_bytes:
                 return True

@@ -452,6 +452,84 @@ def _alter_client_quotas(
     }
 
 
+def _add_partitions_to_txn(
+    body: Body, version: int, code: int, message: str | None
+) -> dict[str, Any]:
+    def topics(ts: list[Body]) -> list[dict[str, Any]]:
+        return [
+            {
+                "name": t["name"],
+                "results_by_partition": [
+                    {"partition_index": p, "partition_error_code": code} for p in t["partitions"]
+                ],
+            }
+            for t in ts
+        ]
+
+    if version <= 3:
+        return {
+            "throttle_time_ms": 0,
+            "results_by_topic_v3_and_below": topics(body["v3_and_below_topics"]),
+        }
+    return {"throttle_time_ms": 0, "error_code": code, "results_by_transaction": []}
+
+
+def _end_txn(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
+    return {"throttle_time_ms": 0, "error_code": code, "producer_id": -1, "producer_epoch": -1}
+
+
+def _write_txn_markers(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
+    return {
+        "markers": [
+            {
+                "producer_id": m["producer_id"],
+                "topics": [
+                    {
+                        "name": t["name"],
+                        "partitions": [
+                            {"partition_index": p, "error_code": code}
+                            for p in t["partition_indexes"]
+                        ],
+                    }
+                    for t in m["topics"]
+                ],
+            }
+            for m in body["markers"]
+        ]
+    }
+
+
+def _describe_producers(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
+    return {
+        "throttle_time_ms": 0,
+        "topics": [
+            {
+                "name": t["name"],
+                "partitions": [
+                    {"partition_index": p, "error_code": code, "error_message": message}
+                    for p in t["partition_indexes"]
+                ],
+            }
+            for t in body["topics"]
+        ],
+    }
+
+
+def _describe_transactions(
+    body: Body, version: int, code: int, message: str | None
+) -> dict[str, Any]:
+    return {
+        "throttle_time_ms": 0,
+        "transaction_states": [
+            {"error_code": code, "transactional_id": tid} for tid in body["transactional_ids"]
+        ],
+    }
+
+
+def _list_transactions(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
+    return {"throttle_time_ms": 0, "error_code": code}
+
+
 ERROR_RESPONSES: dict[ApiKey, Builder] = {
     ApiKey.PRODUCE: _produce,
     ApiKey.FETCH: _fetch,
@@ -471,6 +549,14 @@ ERROR_RESPONSES: dict[ApiKey, Builder] = {
     ApiKey.DELETE_TOPICS: _delete_topics,
     ApiKey.DELETE_RECORDS: _delete_records,
     ApiKey.INIT_PRODUCER_ID: _init_producer_id,
+    ApiKey.ADD_PARTITIONS_TO_TXN: _add_partitions_to_txn,
+    ApiKey.ADD_OFFSETS_TO_TXN: _top_level_only,
+    ApiKey.END_TXN: _end_txn,
+    ApiKey.TXN_OFFSET_COMMIT: _offset_commit,
+    ApiKey.WRITE_TXN_MARKERS: _write_txn_markers,
+    ApiKey.DESCRIBE_PRODUCERS: _describe_producers,
+    ApiKey.DESCRIBE_TRANSACTIONS: _describe_transactions,
+    ApiKey.LIST_TRANSACTIONS: _list_transactions,
     ApiKey.DESCRIBE_CONFIGS: _describe_configs,
     ApiKey.ALTER_CONFIGS: _alter_configs,
     ApiKey.DESCRIBE_LOG_DIRS: _top_level_only,

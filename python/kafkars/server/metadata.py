@@ -161,6 +161,15 @@ class MetadataStore:
             self._topics[name].configs = dict(configs)
             self._save()
 
+    def allocate_producer_id_block(self, size: int) -> int:
+        """Reserves `size` producer ids; returns the first. Persisted before it returns,
+        so a restart never hands out an id of this block again."""
+        with self._lock:
+            first = self._next_producer_id
+            self._next_producer_id += size
+            self._save()
+            return first
+
     def allocate_producer_id(self) -> int:
         """Next producer id; persisted before it is handed out so ids never repeat."""
         with self._lock:

@@ -314,6 +314,13 @@ impl PyLog {
         self.inner.producer_state(producer_id)
     }
 
+    /// `(producer_id, producer_epoch, last_sequence, last_timestamp, coordinator_epoch,
+    /// current_txn_start_offset)` of every producer with state here, by id; -1 where
+    /// there is none (DescribeProducers).
+    fn active_producers(&self) -> Vec<(i64, i16, i32, i64, i32, i64)> {
+        self.inner.active_producers()
+    }
+
     /// Base offsets of the segments, oldest first.
     #[getter]
     fn segment_base_offsets(&self) -> Vec<i64> {

@@ -366,6 +366,30 @@ impl Log {
         Some((entry.producer_epoch, last_seq))
     }
 
+    /// Every producer with state here, by id: `(producer_id, epoch, last_sequence,
+    /// last_timestamp, coordinator_epoch, current_txn_first_offset or -1)`
+    /// (DescribeProducers).
+    pub fn active_producers(&self) -> Vec<(i64, i16, i32, i64, i32, i64)> {
+        let guard = self.read_state();
+        let mut out: Vec<_> = guard
+            .0
+            .producer_state
+            .entries()
+            .map(|e| {
+                (
+                    e.producer_id,
+                    e.producer_epoch,
+                    e.batches.back().map_or(-1, |b| b.last_seq),
+                    e.last_timestamp,
+                    e.coordinator_epoch,
+                    e.current_txn_first_offset.unwrap_or(-1),
+                )
+            })
+            .collect();
+        out.sort_unstable_by_key(|p| p.0);
+        out
+    }
+
     /// Whether an I/O error or a panic took this partition offline.
     pub fn is_offline(&self) -> bool {
         self.offline.load(Ordering::Acquire)

@@ -248,6 +248,11 @@ impl ProducerStateManager {
         self.producers.get(&producer_id)
     }
 
+    /// Every producer with state here (DescribeProducers), in no particular order.
+    pub fn entries(&self) -> impl Iterator<Item = &ProducerStateEntry> {
+        self.producers.values()
+    }
+
     /// Number of producers with state here.
     pub fn producer_count(&self) -> usize {
         self.producers.len()

@@ -99,6 +99,11 @@ class GroupCoordinator:
         self.time = time
         self._groups: dict[str, GroupMetadata] = {}
         self._groups_lock = threading.Lock()
+        # TxnOffsetCommit's offsets by producer id, then group: applied by the commit
+        # marker, dropped by the abort marker (`complete_txn_offsets`).
+        self._pending_txn_offsets: dict[
+            int, dict[str, dict[tuple[str, int], OffsetAndMetadata]]
+        ] = {}
         self._join_purgatory = time.purgatory("Rebalance")
         self._heartbeat_purgatory = time.purgatory("Heartbeat")
         self._active = True
@@ -114,6 +119,7 @@ class GroupCoordinator:
             actions: list[Action] = []
             with self._groups_lock:
                 self._groups.update(loaded)
+                self._pending_txn_offsets.update(getattr(self.store, "pending_txn_offsets", {}))
             for group in loaded.values():
                 group.time = self.time
                 with group.lock:
@@ -775,6 +781,57 @@ class GroupCoordinator:
             self.store.store_offsets(group_id, accepted)
             group.offsets.update(accepted)
             return results
+
+    def handle_txn_commit_offsets(
+        self,
+        group_id: str,
+        member_id: str,
+        group_instance_id: str | None,
+        generation_id: int,
+        producer_id: int,
+        producer_epoch: int,
+        offsets: dict[tuple[str, int], OffsetAndMetadata],
+    ) -> dict[tuple[str, int], Errors]:
+        """TxnOffsetCommit: the offsets are written to `__consumer_offsets` in the
+        producer's transaction and become the group's committed offsets only when its
+        commit marker arrives (`complete_txn_offsets`)."""
+        if not group_id:
+            return dict.fromkeys(offsets, Errors.INVALID_GROUP_ID)
+        group = self._get_or_create(group_id)
+        with group.lock:
+            if group.is_(GroupState.DEAD):
+                return dict.fromkeys(offsets, Errors.COORDINATOR_NOT_AVAILABLE)
+            if generation_id >= 0 and member_id:
+                # v3+ carries the member's generation: a zombie member is fenced.
+                error = self._validate_member(group, member_id, group_instance_id, generation_id)
+                if error is not Errors.NONE:
+                    return dict.fromkeys(offsets, error)
+            results: dict[tuple[str, int], Errors] = {}
+            accepted: dict[tuple[str, int], OffsetAndMetadata] = {}
+            for tp, o in offsets.items():
+                if len(o.metadata.encode()) > self.config.offset_metadata_max_bytes:
+                    results[tp] = Errors.OFFSET_METADATA_TOO_LARGE
+                else:
+                    accepted[tp] = o
+                    results[tp] = Errors.NONE
+            if accepted:
+                self.store.store_txn_offsets(group_id, producer_id, producer_epoch, accepted)
+                with self._groups_lock:
+                    pending = self._pending_txn_offsets.setdefault(producer_id, {})
+                    pending.setdefault(group_id, {}).update(accepted)
+            return results
+
+    def complete_txn_offsets(self, producer_id: int, commit: bool) -> None:
+        """The transaction marker of `producer_id` reached `__consumer_offsets`: its
+        pending offsets become committed (commit) or are dropped (abort)."""
+        with self._groups_lock:
+            pending = self._pending_txn_offsets.pop(producer_id, {})
+        if not commit:
+            return
+        for group_id, offsets in pending.items():
+            group = self._get_or_create(group_id)
+            with group.lock:
+                group.offsets.update(offsets)
 
     def handle_fetch_offsets(
         self, group_id: str, partitions: list[tuple[str, int]] | None

@@ -55,6 +55,24 @@ class GroupStore:
         if batch:
             self.append(group_id, batch)
 
+    def append_transactional(
+        self, group_id: str, batch: list[Record], producer_id: int, producer_epoch: int
+    ) -> None:
+        """Appends `batch` inside the producer's transaction (TxnOffsetCommit)."""
+
+    def store_txn_offsets(
+        self,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        offsets: dict[tuple[str, int], OffsetAndMetadata],
+    ) -> None:
+        batch: list[Record] = [
+            (records.offset_commit_key(group_id, t, p), records.offset_commit_value(o))
+            for (t, p), o in offsets.items()
+        ]
+        self.append_transactional(group_id, batch, producer_id, producer_epoch)
+
     def delete_offsets(self, group_id: str, keys: list[tuple[str, int]]) -> None:
         if keys:
             self.append(
@@ -80,6 +98,10 @@ class GroupMetadataManager(GroupStore):
         self._topic_ready = False
         # The consumer-protocol group records found by `load`, last value per key.
         self.consumer_group_records: dict[bytes, bytes] = {}
+        # Transactional offsets `load` found without their transaction's marker yet.
+        self.pending_txn_offsets: dict[
+            int, dict[str, dict[tuple[str, int], OffsetAndMetadata]]
+        ] = {}
         existing = server.metadata.get(GROUP_METADATA_TOPIC_NAME)
         if existing is not None:
             # The partition count is fixed once the topic exists, whatever the config says now.
@@ -112,6 +134,31 @@ class GroupMetadataManager(GroupStore):
                 GROUP_METADATA_TOPIC_NAME, self.partition_for(group_id), _core.RecordSet(data)
             )
 
+    def append_transactional(
+        self, group_id: str, batch: list[Record], producer_id: int, producer_epoch: int
+    ) -> None:
+        self.ensure_topic()
+        now = int(time.time() * 1000)
+        partition = self.partition_for(group_id)
+        with self._append_lock:
+            # The log checks the producer's sequence as for any transactional write.
+            partition_log = self.server.replica_manager.get_partition(
+                GROUP_METADATA_TOPIC_NAME, partition
+            ).log
+            state = partition_log.producer_state(producer_id)
+            sequence = state[1] + 1 if state is not None and state[0] == producer_epoch else 0
+            data = codec.build_batch(
+                [(k, v, now, []) for k, v in batch],
+                compression="none",
+                producer_id=producer_id,
+                producer_epoch=producer_epoch,
+                base_sequence=sequence,
+                is_transactional=True,
+            )
+            self.server.replica_manager.append(
+                GROUP_METADATA_TOPIC_NAME, partition, _core.RecordSet(data)
+            )
+
     def load(self) -> dict[str, GroupMetadata]:
         """Replays every partition: the coordinator's state as of the last shutdown."""
         if self.server.metadata.get(GROUP_METADATA_TOPIC_NAME) is None:
@@ -135,7 +182,17 @@ class GroupMetadataManager(GroupStore):
                 for batch in codec.decode_batches(data):
                     position = max(position, batch.next_offset)
                     if batch.is_control:
+                        # A transaction marker: its offsets are committed or dropped.
+                        pending = self.pending_txn_offsets.pop(batch.producer_id, {})
+                        control = batch.records()
+                        key = control[0].key if control else None
+                        if key is not None and len(key) >= 4 and key[2:4] == b"\x00\x01":
+                            for group_id, group_offsets in pending.items():
+                                offsets.setdefault(group_id, {}).update(group_offsets)
                         continue
+                    target = offsets
+                    if batch.is_transactional:
+                        target = self.pending_txn_offsets.setdefault(batch.producer_id, {})
                     for record in batch.records():
                         if record.offset < partition_log.log_start_offset or record.key is None:
                             continue
@@ -148,7 +205,7 @@ class GroupMetadataManager(GroupStore):
                             else:
                                 self.consumer_group_records[bytes(record.key)] = bytes(record.value)
                             continue
-                        self._replay(record.key, record.value, groups, offsets, removed)
+                        self._replay(record.key, record.value, groups, target, removed)
         for group_id, group_offsets in offsets.items():
             group = groups.get(group_id)
             if group is None:

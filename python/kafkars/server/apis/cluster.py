@@ -1,12 +1,10 @@
-"""DescribeLogDirs and InitProducerId."""
+"""DescribeLogDirs."""
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from kafkars.server.errors import Errors
 
 if TYPE_CHECKING:
     from kafkars.server.kafka_server import KafkaServer
@@ -45,17 +43,3 @@ def handle_describe_log_dirs(server: KafkaServer, request: Any) -> dict[str, Any
             }
         )
     return {"throttle_time_ms": 0, "error_code": 0, "results": results}
-
-
-def handle_init_producer_id(server: KafkaServer, request: Any) -> dict[str, Any]:
-    body = request.body
-    response = {"throttle_time_ms": 0, "producer_id": -1, "producer_epoch": -1}
-    if body["transactional_id"] is not None:
-        timeout = body["transaction_timeout_ms"]
-        if timeout <= 0 or timeout > server.transaction_max_timeout_ms:
-            return {**response, "error_code": int(Errors.INVALID_TRANSACTION_TIMEOUT)}
-        # No transaction coordinator yet: FindCoordinator(transaction) is not advertised,
-        # so a transactional producer cannot get this far; refuse clearly if one does.
-        return {**response, "error_code": int(Errors.COORDINATOR_NOT_AVAILABLE)}
-    producer_id = server.metadata.allocate_producer_id()
-    return {**response, "error_code": 0, "producer_id": producer_id, "producer_epoch": 0}

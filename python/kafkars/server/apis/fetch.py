@@ -93,10 +93,15 @@ def read_plan(server: KafkaServer, plan: FetchPlan) -> tuple[list[dict[str, Any]
                 had_error = True
                 continue
             limit = min(p["partition_max_bytes"], remaining)
+            # read_committed reads stop at the last stable offset: past it a transaction
+            # may still abort.
+            committed = plan.isolation_level == READ_COMMITTED
+            lso = log.last_stable_offset
+            upper = lso if committed else hw
             # Kafka returns at least one whole batch for the first partition with data, even
             # past max_bytes, so a consumer can always make progress.
             try:
-                records = log.read(offset, max(limit, 0), hw, total == 0)
+                records = log.read(offset, max(limit, 0), upper, total == 0)
             except _core.LogError as e:
                 # An offline partition (KAFKA_STORAGE_ERROR) fails alone.
                 out.append(_error_partition(index, Errors(e.args[0])))
@@ -110,9 +115,16 @@ def read_plan(server: KafkaServer, plan: FetchPlan) -> tuple[list[dict[str, Any]
                     "partition_index": index,
                     "error_code": 0,
                     "high_watermark": hw,
-                    "last_stable_offset": hw,
+                    "last_stable_offset": lso,
                     "log_start_offset": log.log_start_offset,
-                    "aborted_transactions": [] if plan.isolation_level == READ_COMMITTED else None,
+                    "aborted_transactions": (
+                        [
+                            {"producer_id": pid, "first_offset": first}
+                            for pid, first in log.aborted_transactions(offset, upper)
+                        ]
+                        if committed
+                        else None
+                    ),
                     "preferred_read_replica": -1,
                     "records": records,
                 }

@@ -53,16 +53,14 @@ def handle_find_coordinator(server: KafkaServer, request: Any) -> dict[str, Any]
     def find(key: str) -> dict[str, Any]:
         if key_type not in (COORDINATOR_TYPE_GROUP, COORDINATOR_TYPE_TRANSACTION):
             error, message = Errors.INVALID_REQUEST, f"Unknown coordinator type {key_type}"
-        elif key_type == COORDINATOR_TYPE_TRANSACTION:
-            # No transaction coordinator yet: say so rather than name one that would then
-            # refuse InitProducerId.
-            error, message = Errors.COORDINATOR_NOT_AVAILABLE, "Transactions are not supported"
         elif not key:
             error, message = Errors.INVALID_REQUEST, "The key must not be empty"
         else:
             error, message = Errors.NONE, None
             if key_type == COORDINATOR_TYPE_GROUP:
                 server.group_metadata_manager.ensure_topic()
+            else:
+                server.transaction_state_manager.ensure_topic()
         ok = error is Errors.NONE
         return {
             "key": key,

@@ -48,10 +48,10 @@ def _lookup(
         return _error(index, e.code)
     log = partition.log
     target = p["timestamp"]
+    # read_committed consumers see only up to the last stable offset.
+    visible = log.last_stable_offset if committed else log.high_watermark
     if target == LATEST:
-        # read_committed stops at the last stable offset, which equals the high watermark
-        # until transactions exist.
-        offset = log.high_watermark
+        offset = visible
         found = (-1, offset, partition.leader_epoch)
     elif target in (EARLIEST, EARLIEST_LOCAL):
         # Without tiered storage the local log starts where the log does.
@@ -63,7 +63,7 @@ def _lookup(
         hit = log.fetch_offset_by_timestamp(target)
         found = (-1, -1, -1) if hit is None else (hit[1], hit[0], hit[2])
         # Never point past what consumers may read.
-        if found[1] >= log.high_watermark and target != MAX_TIMESTAMP:
+        if found[1] >= visible and target != MAX_TIMESTAMP:
             found = (-1, -1, -1)
     timestamp, offset, epoch = found
     return {

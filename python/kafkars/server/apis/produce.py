@@ -11,13 +11,32 @@ if TYPE_CHECKING:
     from kafkars.server.kafka_server import KafkaServer
 
 
-def _partition_result(server: KafkaServer, topic: str, data: dict[str, Any]) -> dict[str, Any]:
+def _verify_transaction(
+    server: KafkaServer, transactional_id: str | None, topic: str, index: int, records: Any
+) -> None:
+    """KIP-890 part 1: a transactional batch goes only to a partition added to the
+    producer's open transaction."""
+    coordinator = server.transaction_coordinator
+    producer = records.transactional_producer()
+    if producer is None or coordinator is None:
+        return
+    if not server.config.get("transaction.partition.verification.enable"):
+        return
+    error = coordinator.verify_produce(transactional_id, producer[0], producer[1], (topic, index))
+    if error is not Errors.NONE:
+        raise KafkaError(error, f"Partition {topic}-{index} is not in the open transaction")
+
+
+def _partition_result(
+    server: KafkaServer, topic: str, data: dict[str, Any], transactional_id: str | None = None
+) -> dict[str, Any]:
     index = data["index"]
     result: dict[str, Any] = {"index": index, "base_offset": -1, "log_append_time_ms": -1}
     records = data["records"]
     try:
         if records is None or len(records) == 0:
             raise KafkaError(Errors.INVALID_RECORD, "empty record set")
+        _verify_transaction(server, transactional_id, topic, index, records)
         info = server.replica_manager.append(topic, index, records)
     except KafkaError as e:
         result["error_code"] = int(e.code)
@@ -54,7 +73,9 @@ def handle_produce(server: KafkaServer, request: Any) -> dict[str, Any] | None:
                     {"index": data["index"], "error_code": int(Errors.UNKNOWN_TOPIC_OR_PARTITION)}
                 )
             else:
-                partitions.append(_partition_result(server, name, data))
+                partitions.append(
+                    _partition_result(server, name, data, body.get("transactional_id"))
+                )
         responses.append({"name": name, "partition_responses": partitions})
     if acks == 0:
         # The client expects no answer; errors surface to it as metadata refreshes.

@@ -20,6 +20,7 @@ use pyo3::types::{PyBytes, PyDict, PyMapping, PyString};
 pub(crate) mod client;
 mod generated;
 mod records;
+mod transaction_log;
 mod types;
 
 #[allow(unused_imports)] // the server layer uses what the test functions here do not
@@ -28,6 +29,10 @@ pub(crate) use generated::{
     response_to_py, sanitize_response, supported_versions,
 };
 pub(crate) use records::RecordSet;
+use transaction_log::{
+    decode_transaction_log_key, decode_transaction_log_value, encode_transaction_log_key,
+    encode_transaction_log_value,
+};
 
 /// Rust value → plain Python data.
 pub(crate) trait ToPy {
@@ -309,6 +314,10 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sub.add_function(wrap_pyfunction!(decode_assignment, &sub)?)?;
     sub.add_function(wrap_pyfunction!(encode_subscription, &sub)?)?;
     sub.add_function(wrap_pyfunction!(encode_assignment, &sub)?)?;
+    sub.add_function(wrap_pyfunction!(encode_transaction_log_key, &sub)?)?;
+    sub.add_function(wrap_pyfunction!(decode_transaction_log_key, &sub)?)?;
+    sub.add_function(wrap_pyfunction!(encode_transaction_log_value, &sub)?)?;
+    sub.add_function(wrap_pyfunction!(decode_transaction_log_value, &sub)?)?;
     m.add_submodule(&sub)?;
     // Make `import kafkars._core.protocol` work, not only attribute access.
     py.import("sys")?

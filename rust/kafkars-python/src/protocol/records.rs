@@ -54,6 +54,22 @@ impl RecordSet {
         PyBytes::new(py, &self.bytes)
     }
 
+    /// `(producer_id, producer_epoch)` when the first batch is transactional (magic 2,
+    /// attribute bit 4), else None: what a produce handler checks against the
+    /// transaction coordinator (KIP-890) without copying the records. Reads the header
+    /// only.
+    fn transactional_producer(&self) -> Option<(i64, i16)> {
+        // baseOffset 8, length 4, leader epoch 4, magic 1, crc 4, attributes 2,
+        // lastOffsetDelta 4, base and max timestamps 16, producerId 8, producerEpoch 2.
+        let b = &self.bytes;
+        if b.len() < 53 || b[16] != 2 || b[22] & 0x10 == 0 {
+            return None;
+        }
+        let pid = i64::from_be_bytes(b[43..51].try_into().ok()?);
+        let epoch = i16::from_be_bytes(b[51..53].try_into().ok()?);
+        Some((pid, epoch))
+    }
+
     fn __repr__(&self) -> String {
         format!("RecordSet(size_in_bytes={})", self.bytes.len())
     }

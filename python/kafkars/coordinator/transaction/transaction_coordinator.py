@@ -1,0 +1,460 @@
+"""Kafka's transaction coordinator: InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn,
+EndTxn and the admin views, over the `__transaction_state` store.
+
+One broker coordinates every transactional id, and its transaction markers are local
+appends, so a transaction completes inside the EndTxn call: PrepareCommit/PrepareAbort
+is stored, a marker is written to every partition of the transaction (the group
+coordinator applies or drops the transaction's offsets on `__consumer_offsets`), and
+CompleteCommit/CompleteAbort is stored before EndTxn answers. A crash between the two
+leaves the prepared state in the log; start-up finishes it.
+
+Every deadline reads the injected `Time`: transactions older than their timeout are
+aborted with a bumped epoch (fencing the producer), and ids idle for
+`transactional.id.expiration.ms` are removed.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from kafkars.coordinator.clock import SYSTEM_TIME, Time
+from kafkars.coordinator.transaction.producer_id_manager import ProducerIdManager
+from kafkars.coordinator.transaction.transaction_metadata import (
+    COMPLETE_STATES,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    TransactionMetadata,
+    TransactionState,
+)
+from kafkars.coordinator.transaction.transaction_state_manager import TransactionStore
+from kafkars.server.errors import Errors
+
+log = logging.getLogger("kafkars.coordinator.transaction.TransactionCoordinator")
+
+S = TransactionState
+TopicPartition = tuple[str, int]
+# (producer id, producer epoch, commit?, partitions) -> writes the markers.
+MarkerWriter = Callable[[int, int, bool, list[TopicPartition]], None]
+
+
+@dataclass(frozen=True)
+class TransactionConfig:
+    transaction_max_timeout_ms: int = 900_000
+    transactional_id_expiration_ms: int = 604_800_000
+    abort_timed_out_transactions_interval_ms: int = 10_000
+    remove_expired_transactional_ids_interval_ms: int = 3_600_000
+
+    @classmethod
+    def from_broker(cls, config: Any) -> TransactionConfig:
+        get = config.get
+        return cls(
+            transaction_max_timeout_ms=int(get("transaction.max.timeout.ms")),
+            transactional_id_expiration_ms=int(get("transactional.id.expiration.ms")),
+            abort_timed_out_transactions_interval_ms=int(
+                get("transaction.abort.timed.out.transaction.cleanup.interval.ms")
+            ),
+            remove_expired_transactional_ids_interval_ms=int(
+                get("transaction.remove.expired.transaction.cleanup.interval.ms")
+            ),
+        )
+
+
+@dataclass(frozen=True)
+class InitProducerIdResult:
+    error: Errors
+    producer_id: int = NO_PRODUCER_ID
+    producer_epoch: int = NO_PRODUCER_EPOCH
+
+
+class TransactionCoordinator:
+    """Every transactional id this broker coordinates (a single broker owns them all)."""
+
+    def __init__(
+        self,
+        config: TransactionConfig,
+        producer_ids: ProducerIdManager,
+        store: TransactionStore | None = None,
+        write_markers: MarkerWriter | None = None,
+        time: Time = SYSTEM_TIME,
+    ) -> None:
+        self.config = config
+        self.producer_ids = producer_ids
+        self.store = store if store is not None else TransactionStore()
+        self.write_markers: MarkerWriter = write_markers or (lambda pid, epoch, commit, tps: None)
+        self.time = time
+        self._txns: dict[str, TransactionMetadata] = {}
+        self._txns_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def startup(self, *, load: bool = True, background: bool = True) -> None:
+        """Loads the ids from the store and finishes transactions a crash left prepared;
+        open ones are aborted by the timeout check like any other."""
+        if load:
+            loaded = self.store.load()
+            with self._txns_lock:
+                self._txns.update(loaded)
+            for txn in loaded.values():
+                with txn.lock:
+                    if txn.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+                        self._complete(txn, commit=txn.state is S.PREPARE_COMMIT)
+        if background:
+            for name, interval, task in (
+                (
+                    "transaction-abort",
+                    self.config.abort_timed_out_transactions_interval_ms,
+                    self.abort_timed_out_transactions,
+                ),
+                (
+                    "transactionalId-expiration",
+                    self.config.remove_expired_transactional_ids_interval_ms,
+                    self.remove_expired_transactional_ids,
+                ),
+            ):
+                thread = threading.Thread(
+                    target=self._loop, args=(interval, task), name=name, daemon=True
+                )
+                thread.start()
+                self._threads.append(thread)
+
+    def shutdown(self) -> None:
+        self._stop.set()
+
+    def _loop(self, interval_ms: int, task: Callable[[], int]) -> None:
+        while not self._stop.wait(interval_ms / 1000):
+            try:
+                task()
+            except Exception:
+                log.exception("Transaction coordinator task %s failed", task.__name__)
+
+    # -- lookup -----------------------------------------------------------------------------
+    def get(self, transactional_id: str) -> TransactionMetadata | None:
+        with self._txns_lock:
+            return self._txns.get(transactional_id)
+
+    def transactions(self) -> list[TransactionMetadata]:
+        with self._txns_lock:
+            return list(self._txns.values())
+
+    def _store(self, txn: TransactionMetadata) -> None:
+        self.store.store(txn)
+
+    # -- InitProducerId ---------------------------------------------------------------------
+    def handle_init_producer_id(
+        self,
+        transactional_id: str | None,
+        transaction_timeout_ms: int,
+        expected_producer_id: int = NO_PRODUCER_ID,
+        expected_producer_epoch: int = NO_PRODUCER_EPOCH,
+    ) -> InitProducerIdResult:
+        if transactional_id is None:
+            # An idempotent producer: a fresh id, epoch 0.
+            return InitProducerIdResult(Errors.NONE, self.producer_ids.generate_producer_id(), 0)
+        if not transactional_id:
+            return InitProducerIdResult(Errors.INVALID_REQUEST)
+        if not 0 < transaction_timeout_ms <= self.config.transaction_max_timeout_ms:
+            return InitProducerIdResult(Errors.INVALID_TRANSACTION_TIMEOUT)
+        now = self.time.milliseconds()
+        with self._txns_lock:
+            txn = self._txns.get(transactional_id)
+            if txn is None:
+                txn = TransactionMetadata(
+                    transactional_id,
+                    self.producer_ids.generate_producer_id(),
+                    NO_PRODUCER_EPOCH,
+                    transaction_timeout_ms,
+                    txn_last_update_timestamp=now,
+                )
+                self._txns[transactional_id] = txn
+        with txn.lock:
+            if txn.state is S.DEAD:
+                # Removed meanwhile by expiration: a new incarnation starts over.
+                return self.handle_init_producer_id(
+                    transactional_id,
+                    transaction_timeout_ms,
+                    expected_producer_id,
+                    expected_producer_epoch,
+                )
+            if expected_producer_id != NO_PRODUCER_ID and not (
+                expected_producer_id == txn.producer_id
+                and expected_producer_epoch in (txn.producer_epoch, txn.last_producer_epoch)
+            ):
+                # KIP-360: a producer resuming with an id and epoch that are no longer
+                # current has been replaced.
+                return InitProducerIdResult(Errors.PRODUCER_FENCED)
+            if txn.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT, S.PREPARE_EPOCH_FENCE):
+                return InitProducerIdResult(Errors.CONCURRENT_TRANSACTIONS)
+            if txn.state is S.ONGOING:
+                # A new instance with an open transaction: fence the old epoch and abort
+                # it; the client retries (CONCURRENT_TRANSACTIONS) and gets a new epoch.
+                log.info(
+                    "Fencing producer %s epoch %s of transactional id %s and aborting its "
+                    "open transaction",
+                    txn.producer_id,
+                    txn.producer_epoch,
+                    transactional_id,
+                )
+                self._fence_and_abort(txn)
+                return InitProducerIdResult(Errors.CONCURRENT_TRANSACTIONS)
+            retry = (
+                expected_producer_id == txn.producer_id
+                and expected_producer_epoch == txn.last_producer_epoch
+                and expected_producer_epoch != NO_PRODUCER_EPOCH
+            )
+            if not retry:
+                if txn.epoch_exhausted:
+                    txn.producer_id = self.producer_ids.generate_producer_id()
+                    txn.producer_epoch = 0
+                    txn.last_producer_epoch = NO_PRODUCER_EPOCH
+                else:
+                    txn.bump_epoch()
+            txn.txn_timeout_ms = transaction_timeout_ms
+            txn.transition_to(S.EMPTY, now)
+            self._store(txn)
+            return InitProducerIdResult(Errors.NONE, txn.producer_id, txn.producer_epoch)
+
+    def _fence_and_abort(self, txn: TransactionMetadata) -> None:
+        """Ongoing → PrepareEpochFence (epoch bumped) → PrepareAbort → CompleteAbort."""
+        txn.transition_to(S.PREPARE_EPOCH_FENCE, self.time.milliseconds())
+        txn.bump_epoch()
+        self._prepare_and_complete(txn, commit=False)
+
+    # -- AddPartitionsToTxn / AddOffsetsToTxn -------------------------------------------------
+    def _check_producer(self, txn: TransactionMetadata | None, pid: int, epoch: int) -> Errors:
+        if txn is None or txn.state is S.DEAD or txn.producer_id != pid:
+            return Errors.INVALID_PRODUCER_ID_MAPPING
+        if txn.producer_epoch != epoch:
+            return Errors.PRODUCER_FENCED
+        return Errors.NONE
+
+    def handle_add_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Iterable[TopicPartition],
+    ) -> Errors:
+        """Adds partitions to the transaction (starting it if none is open)."""
+        if not transactional_id:
+            return Errors.INVALID_REQUEST
+        wanted = set(partitions)
+        txn = self.get(transactional_id)
+        if txn is None:
+            return Errors.INVALID_PRODUCER_ID_MAPPING
+        with txn.lock:
+            error = self._check_producer(txn, producer_id, producer_epoch)
+            if error is not Errors.NONE:
+                return error
+            if txn.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT, S.PREPARE_EPOCH_FENCE):
+                return Errors.CONCURRENT_TRANSACTIONS
+            if txn.state is S.ONGOING and wanted <= txn.partitions:
+                return Errors.NONE
+            txn.transition_to(S.ONGOING, self.time.milliseconds())
+            txn.partitions |= wanted
+            self._store(txn)
+            return Errors.NONE
+
+    def verify_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Iterable[TopicPartition],
+    ) -> dict[TopicPartition, Errors]:
+        """AddPartitionsToTxn with verify_only (KIP-890): whether each partition is in the
+        producer's open transaction, changing nothing."""
+        txn = self.get(transactional_id)
+        out: dict[TopicPartition, Errors] = {}
+        with txn.lock if txn is not None else threading.Lock():
+            error = self._check_producer(txn, producer_id, producer_epoch)
+            for tp in partitions:
+                if error is not Errors.NONE:
+                    out[tp] = error
+                elif txn is None or txn.state is not S.ONGOING or tp not in txn.partitions:
+                    out[tp] = Errors.INVALID_TXN_STATE
+                else:
+                    out[tp] = Errors.NONE
+        return out
+
+    def verify_produce(
+        self,
+        transactional_id: str | None,
+        producer_id: int,
+        producer_epoch: int,
+        tp: TopicPartition,
+    ) -> Errors:
+        """KIP-890 part 1: a transactional write is refused unless its partition was
+        added to the producer's open transaction (INVALID_TXN_STATE, as Kafka answers
+        producers before transaction version 2); a stale epoch is INVALID_PRODUCER_EPOCH."""
+        if not transactional_id:
+            return Errors.TRANSACTIONAL_ID_NOT_FOUND
+        error = self.verify_partitions(transactional_id, producer_id, producer_epoch, [tp])[tp]
+        if error is Errors.PRODUCER_FENCED:
+            return Errors.INVALID_PRODUCER_EPOCH
+        if error is Errors.INVALID_PRODUCER_ID_MAPPING:
+            return Errors.INVALID_TXN_STATE
+        return error
+
+    # -- EndTxn -----------------------------------------------------------------------------
+    def handle_end_transaction(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
+    ) -> Errors:
+        if not transactional_id:
+            return Errors.INVALID_REQUEST
+        txn = self.get(transactional_id)
+        if txn is None:
+            return Errors.INVALID_PRODUCER_ID_MAPPING
+        with txn.lock:
+            error = self._check_producer(txn, producer_id, producer_epoch)
+            if error is not Errors.NONE:
+                return error
+            state = txn.state
+            if state is S.ONGOING:
+                self._prepare_and_complete(txn, commit=commit)
+                return Errors.NONE
+            if state is S.COMPLETE_COMMIT:
+                return Errors.NONE if commit else Errors.INVALID_TXN_STATE  # a retry
+            if state is S.COMPLETE_ABORT:
+                return Errors.INVALID_TXN_STATE if commit else Errors.NONE
+            if state is S.PREPARE_COMMIT:
+                return Errors.CONCURRENT_TRANSACTIONS if commit else Errors.INVALID_TXN_STATE
+            if state is S.PREPARE_ABORT:
+                return Errors.INVALID_TXN_STATE if commit else Errors.CONCURRENT_TRANSACTIONS
+            return Errors.INVALID_TXN_STATE  # Empty: nothing to end
+
+    def _prepare_and_complete(self, txn: TransactionMetadata, *, commit: bool) -> None:
+        txn.transition_to(S.PREPARE_COMMIT if commit else S.PREPARE_ABORT, self.time.milliseconds())
+        self._store(txn)
+        self._complete(txn, commit=commit)
+
+    def _complete(self, txn: TransactionMetadata, *, commit: bool) -> None:
+        """Writes the markers, then stores CompleteCommit/CompleteAbort. If writing a marker
+        fails the transaction stays prepared and the error propagates; the next
+        start-up (or an abort retry) writes them again."""
+        partitions = sorted(txn.partitions)
+        if partitions:
+            self.write_markers(txn.producer_id, txn.producer_epoch, commit, partitions)
+        txn.transition_to(
+            S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT, self.time.milliseconds()
+        )
+        self._store(txn)
+        log.debug(
+            "%s transaction of %s (producer %s epoch %s) on %d partition(s)",
+            "Committed" if commit else "Aborted",
+            txn.transactional_id,
+            txn.producer_id,
+            txn.producer_epoch,
+            len(partitions),
+        )
+
+    # -- timeouts and expiration ------------------------------------------------------------
+    def abort_timed_out_transactions(self) -> int:
+        """Aborts every Ongoing transaction past its timeout, fencing its producer's epoch
+        (Kafka's abortTimedOutTransactions). Returns how many were aborted."""
+        now = self.time.milliseconds()
+        aborted = 0
+        for txn in self.transactions():
+            with txn.lock:
+                if not txn.has_expired(now):
+                    continue
+                log.info(
+                    "Aborting transaction of %s (producer %s epoch %s): open for longer "
+                    "than its timeout of %d ms",
+                    txn.transactional_id,
+                    txn.producer_id,
+                    txn.producer_epoch,
+                    txn.txn_timeout_ms,
+                )
+                try:
+                    self._fence_and_abort(txn)
+                    aborted += 1
+                except Exception:
+                    log.exception("Aborting the transaction of %s failed", txn.transactional_id)
+        return aborted
+
+    def remove_expired_transactional_ids(self) -> int:
+        """Forgets ids without an open transaction, idle for transactional.id.expiration.ms:
+        a tombstone goes to the log and the id to Dead. Returns how many went."""
+        now = self.time.milliseconds()
+        removed = 0
+        for txn in self.transactions():
+            with txn.lock:
+                if txn.state not in COMPLETE_STATES:
+                    continue
+                if txn.txn_last_update_timestamp + self.config.transactional_id_expiration_ms > now:
+                    continue
+                txn.transition_to(S.DEAD, now)
+                self.store.remove(txn.transactional_id)
+                with self._txns_lock:
+                    if self._txns.get(txn.transactional_id) is txn:
+                        del self._txns[txn.transactional_id]
+                removed += 1
+        if removed:
+            log.info("Removed %d expired transactional id(s)", removed)
+        return removed
+
+    # -- admin ------------------------------------------------------------------------------
+    def describe(self, transactional_id: str) -> dict[str, Any]:
+        """A DescribeTransactions entry (TRANSACTIONAL_ID_NOT_FOUND for unknown ids)."""
+        txn = self.get(transactional_id)
+        if txn is None or txn.state is S.DEAD:
+            return {
+                "error_code": int(Errors.TRANSACTIONAL_ID_NOT_FOUND),
+                "transactional_id": transactional_id,
+                "transaction_state": "",
+                "transaction_timeout_ms": 0,
+                "transaction_start_time_ms": -1,
+                "producer_id": -1,
+                "producer_epoch": -1,
+                "topics": [],
+            }
+        with txn.lock:
+            return {
+                "error_code": 0,
+                "transactional_id": transactional_id,
+                "transaction_state": txn.state.state_name,
+                "transaction_timeout_ms": txn.txn_timeout_ms,
+                "transaction_start_time_ms": txn.txn_start_timestamp,
+                "producer_id": txn.producer_id,
+                "producer_epoch": txn.producer_epoch,
+                "topics": [{"topic": t, "partitions": ps} for t, ps in txn.topics()],
+            }
+
+    def list_transactions(
+        self,
+        states: Iterable[str] = (),
+        producer_ids: Iterable[int] = (),
+        min_duration_ms: int = -1,
+    ) -> tuple[list[str], list[dict[str, Any]]]:
+        """ListTransactions: the unknown state names among `states`, and the ids matching
+        every filter given (an empty filter matches everything)."""
+        wanted_states = set(states)
+        unknown = sorted(s for s in wanted_states if S.from_name(s) is None)
+        wanted_pids = set(producer_ids)
+        now = self.time.milliseconds()
+        out = []
+        for txn in sorted(self.transactions(), key=lambda t: t.transactional_id):
+            with txn.lock:
+                if txn.state is S.DEAD:
+                    continue
+                if wanted_states and txn.state.state_name not in wanted_states:
+                    continue
+                if wanted_pids and txn.producer_id not in wanted_pids:
+                    continue
+                if min_duration_ms >= 0 and (
+                    txn.state is not S.ONGOING or now - txn.txn_start_timestamp < min_duration_ms
+                ):
+                    continue
+                out.append(
+                    {
+                        "transactional_id": txn.transactional_id,
+                        "producer_id": txn.producer_id,
+                        "transaction_state": txn.state.state_name,
+                    }
+                )
+        return unknown, out

@@ -1,0 +1,149 @@
+"""TransactionStateManager: keeps transactional ids durable in `__transaction_state`.
+
+The topic is created on first use (compacted, `transaction.state.log.num.partitions`),
+each id's records go to partition `partition_for(transactional_id)`, and start-up
+replays every partition (last record per key wins; a null value removes the id).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import TYPE_CHECKING
+
+from kafkars import _core, codec
+from kafkars.coordinator.transaction import records
+from kafkars.coordinator.transaction.transaction_metadata import TransactionMetadata
+
+if TYPE_CHECKING:
+    from kafkars.server.kafka_server import KafkaServer
+
+log = logging.getLogger("kafkars.coordinator.transaction.TransactionStateManager")
+
+TRANSACTION_STATE_TOPIC_NAME = "__transaction_state"
+
+
+class TransactionStore:
+    """Where the coordinator persists its records. This base keeps them in memory (unit
+    tests read them back with `load`); `TransactionStateManager` writes the topic."""
+
+    num_partitions = 1
+    coordinator_epoch = 0
+
+    def __init__(self) -> None:
+        self.records: list[tuple[bytes, bytes | None]] = []
+
+    def partition_for(self, transactional_id: str) -> int:
+        return records.partition_for(transactional_id, self.num_partitions)
+
+    def append(self, transactional_id: str, key: bytes, value: bytes | None) -> None:
+        self.records.append((key, value))
+
+    def ensure_topic(self) -> None:
+        pass
+
+    def store(self, txn: TransactionMetadata) -> None:
+        self.append(txn.transactional_id, records.key(txn.transactional_id), records.value(txn))
+
+    def remove(self, transactional_id: str) -> None:
+        self.append(transactional_id, records.key(transactional_id), None)
+
+    def load(self) -> dict[str, TransactionMetadata]:
+        loaded: dict[str, TransactionMetadata] = {}
+        for key, value in self.records:
+            replay(key, value, loaded)
+        return loaded
+
+
+def replay(key: bytes, value: bytes | None, loaded: dict[str, TransactionMetadata]) -> None:
+    """Applies one stored record to `loaded`."""
+    try:
+        txn_id = records.read_key(key)
+        if txn_id is None:
+            return
+        if value is None:
+            loaded.pop(txn_id, None)
+        else:
+            loaded[txn_id] = records.read_value(txn_id, value)
+    except ValueError as e:
+        log.warning("Skipping unreadable %s record: %s", TRANSACTION_STATE_TOPIC_NAME, e)
+
+
+class TransactionStateManager(TransactionStore):
+    """The durable store on this broker's `__transaction_state` partitions."""
+
+    def __init__(self, server: KafkaServer) -> None:
+        super().__init__()
+        self.server = server
+        self.num_partitions = int(server.config.get("transaction.state.log.num.partitions"))
+        self._create_lock = threading.Lock()
+        self._append_lock = threading.Lock()
+        self._topic_ready = False
+        existing = server.metadata.get(TRANSACTION_STATE_TOPIC_NAME)
+        if existing is not None:
+            # The partition count is fixed once the topic exists, whatever the config says.
+            self.num_partitions = existing.num_partitions
+
+    def ensure_topic(self) -> None:
+        """Creates `__transaction_state` on first use, as Kafka does on FindCoordinator."""
+        if self._topic_ready:
+            return
+        with self._create_lock:
+            if self.server.metadata.get(TRANSACTION_STATE_TOPIC_NAME) is None:
+                configs = {
+                    "cleanup.policy": "compact",
+                    "compression.type": "uncompressed",
+                    "segment.bytes": str(
+                        self.server.config.get("transaction.state.log.segment.bytes")
+                    ),
+                }
+                self.server.create_topic(TRANSACTION_STATE_TOPIC_NAME, self.num_partitions, configs)
+            self._topic_ready = True
+
+    def append(self, transactional_id: str, key: bytes, value: bytes | None) -> None:
+        self.ensure_topic()
+        now = int(time.time() * 1000)
+        data = codec.build_batch([(key, value, now, [])], compression="none")
+        with self._append_lock:
+            self.server.replica_manager.append(
+                TRANSACTION_STATE_TOPIC_NAME,
+                self.partition_for(transactional_id),
+                _core.RecordSet(data),
+            )
+
+    def load(self) -> dict[str, TransactionMetadata]:
+        """Replays every partition: the coordinator's state as of the last shutdown."""
+        if self.server.metadata.get(TRANSACTION_STATE_TOPIC_NAME) is None:
+            return {}
+        started = time.monotonic()
+        buffer = int(self.server.config.get("transaction.state.log.load.buffer.size"))
+        loaded: dict[str, TransactionMetadata] = {}
+        count = 0
+        for index in range(self.num_partitions):
+            partition_log = self.server.replica_manager.get_partition(
+                TRANSACTION_STATE_TOPIC_NAME, index
+            ).log
+            position = partition_log.log_start_offset
+            end = partition_log.log_end_offset
+            while position < end:
+                data = partition_log.read(position, buffer, end, True).read_bytes()
+                if not data:
+                    break
+                for batch in codec.decode_batches(data):
+                    position = max(position, batch.next_offset)
+                    if batch.is_control:
+                        continue
+                    for record in batch.records():
+                        if record.offset < partition_log.log_start_offset or record.key is None:
+                            continue
+                        count += 1
+                        replay(bytes(record.key), record.value, loaded)
+        log.info(
+            "Loaded %d transactional id(s) from %d record(s) of %s in %.0f ms",
+            len(loaded),
+            count,
+            TRANSACTION_STATE_TOPIC_NAME,
+            (time.monotonic() - started) * 1000,
+        )
+        return loaded

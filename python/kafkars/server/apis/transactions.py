@@ -1,0 +1,313 @@
+"""Transaction APIs: InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
+TxnOffsetCommit, WriteTxnMarkers, and the admin views DescribeProducers,
+DescribeTransactions and ListTransactions.
+
+Each handler turns the request dict into a `TransactionCoordinator` call (or, for
+TxnOffsetCommit, a `GroupCoordinator` call checked against the transaction).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from kafkars.coordinator.group.group_metadata import OffsetAndMetadata
+from kafkars.coordinator.group.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
+from kafkars.security.authorizer import AclOperation, ResourceType
+from kafkars.server.errors import Errors, KafkaError
+
+if TYPE_CHECKING:
+    from kafkars.coordinator.transaction import TransactionCoordinator
+    from kafkars.server.kafka_server import KafkaServer
+
+# The first version of each API whose clients know PRODUCER_FENCED; older ones are told
+# INVALID_PRODUCER_EPOCH, as Kafka does.
+_PRODUCER_FENCED_SINCE = {"init": 4, "add_partitions": 2, "add_offsets": 2, "end": 2, "txn_oc": 3}
+
+
+def _coordinator(server: KafkaServer) -> TransactionCoordinator:
+    coordinator = server.transaction_coordinator
+    assert coordinator is not None  # created at start-up, before requests are served
+    return coordinator
+
+
+def _for_version(error: Errors, version: int, api: str) -> int:
+    if error is Errors.PRODUCER_FENCED and version < _PRODUCER_FENCED_SINCE[api]:
+        return int(Errors.INVALID_PRODUCER_EPOCH)
+    return int(error)
+
+
+def _partition_exists(server: KafkaServer, topic: str, partition: int) -> bool:
+    meta = server.metadata.get(topic)
+    return meta is not None and 0 <= partition < meta.num_partitions
+
+
+# -- InitProducerId -----------------------------------------------------------------------
+def handle_init_producer_id(server: KafkaServer, request: Any) -> dict[str, Any]:
+    body = request.body
+    version = request.api_version
+    transactional_id = body["transactional_id"]
+    if transactional_id is not None:
+        server.transaction_state_manager.ensure_topic()
+    result = _coordinator(server).handle_init_producer_id(
+        transactional_id,
+        body["transaction_timeout_ms"],
+        body.get("producer_id", -1) if version >= 3 else -1,
+        body.get("producer_epoch", -1) if version >= 3 else -1,
+    )
+    return {
+        "throttle_time_ms": 0,
+        "error_code": _for_version(result.error, version, "init"),
+        "producer_id": result.producer_id,
+        "producer_epoch": result.producer_epoch,
+    }
+
+
+# -- AddPartitionsToTxn -------------------------------------------------------------------
+def _add_partitions(
+    server: KafkaServer, txn: dict[str, Any], version: int, verify_only: bool
+) -> list[dict[str, Any]]:
+    """One transaction's topic results. Unknown partitions fail the request (the others
+    get OPERATION_NOT_ATTEMPTED), as Kafka's KafkaApis does."""
+    wanted = [(t["name"], p) for t in txn["topics"] for p in t["partitions"]]
+    unknown = {tp for tp in wanted if not _partition_exists(server, *tp)}
+    coordinator = _coordinator(server)
+    errors: dict[tuple[str, int], int]
+    if unknown:
+        errors = {
+            tp: Errors.UNKNOWN_TOPIC_OR_PARTITION
+            if tp in unknown
+            else Errors.OPERATION_NOT_ATTEMPTED
+            for tp in wanted
+        }
+    elif verify_only:
+        verified = coordinator.verify_partitions(
+            txn["transactional_id"], txn["producer_id"], txn["producer_epoch"], wanted
+        )
+        errors = {tp: int(e) for tp, e in verified.items()}
+    else:
+        error = coordinator.handle_add_partitions(
+            txn["transactional_id"], txn["producer_id"], txn["producer_epoch"], wanted
+        )
+        errors = dict.fromkeys(wanted, _for_version(error, version, "add_partitions"))
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for (topic, partition), code in errors.items():
+        by_topic.setdefault(topic, []).append(
+            {"partition_index": partition, "partition_error_code": code}
+        )
+    return [{"name": t, "results_by_partition": ps} for t, ps in by_topic.items()]
+
+
+def handle_add_partitions_to_txn(server: KafkaServer, request: Any) -> dict[str, Any]:
+    body = request.body
+    version = request.api_version
+    if version <= 3:
+        txn = {
+            "transactional_id": body["v3_and_below_transactional_id"],
+            "producer_id": body["v3_and_below_producer_id"],
+            "producer_epoch": body["v3_and_below_producer_epoch"],
+            "topics": body["v3_and_below_topics"],
+        }
+        return {
+            "throttle_time_ms": 0,
+            "results_by_topic_v3_and_below": _add_partitions(server, txn, version, False),
+        }
+    # v4+: the broker-to-coordinator form (KIP-890), several transactions at once.
+    results = [
+        {
+            "transactional_id": t["transactional_id"],
+            "topic_results": _add_partitions(server, t, version, t["verify_only"]),
+        }
+        for t in body["transactions"]
+    ]
+    return {"throttle_time_ms": 0, "error_code": 0, "results_by_transaction": results}
+
+
+# -- AddOffsetsToTxn ----------------------------------------------------------------------
+def handle_add_offsets_to_txn(server: KafkaServer, request: Any) -> dict[str, Any]:
+    """Adds the group's `__consumer_offsets` partition to the transaction, so its
+    TxnOffsetCommit records are committed or aborted with it."""
+    body = request.body
+    server.group_metadata_manager.ensure_topic()
+    partition = server.group_metadata_manager.partition_for(body["group_id"])
+    error = _coordinator(server).handle_add_partitions(
+        body["transactional_id"],
+        body["producer_id"],
+        body["producer_epoch"],
+        [(GROUP_METADATA_TOPIC_NAME, partition)],
+    )
+    return {
+        "throttle_time_ms": 0,
+        "error_code": _for_version(error, request.api_version, "add_offsets"),
+    }
+
+
+# -- EndTxn -------------------------------------------------------------------------------
+def handle_end_txn(server: KafkaServer, request: Any) -> dict[str, Any]:
+    body = request.body
+    error = _coordinator(server).handle_end_transaction(
+        body["transactional_id"], body["producer_id"], body["producer_epoch"], body["committed"]
+    )
+    return {
+        "throttle_time_ms": 0,
+        "error_code": _for_version(error, request.api_version, "end"),
+        # v5 (transaction version 2) would return the bumped epoch; this broker does not
+        # bump on every transaction, so the producer keeps its id and epoch.
+        "producer_id": body["producer_id"],
+        "producer_epoch": body["producer_epoch"],
+    }
+
+
+# -- TxnOffsetCommit ----------------------------------------------------------------------
+def handle_txn_offset_commit(server: KafkaServer, request: Any) -> dict[str, Any]:
+    body = request.body
+    version = request.api_version
+    group_id = body["group_id"]
+    now = int(time.time() * 1000)
+    offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
+    unknown: set[tuple[str, int]] = set()
+    for t in body["topics"]:
+        for p in t["partitions"]:
+            tp = (t["name"], p["partition_index"])
+            if not _partition_exists(server, *tp):
+                unknown.add(tp)
+                continue
+            offsets[tp] = OffsetAndMetadata(
+                offset=p["committed_offset"],
+                leader_epoch=p.get("committed_leader_epoch", -1) if version >= 2 else -1,
+                metadata=p.get("committed_metadata") or "",
+                commit_timestamp=now,
+            )
+    # The group's offsets partition must be in the producer's open transaction
+    # (AddOffsetsToTxn first), with the current epoch.
+    server.group_metadata_manager.ensure_topic()
+    offsets_partition = (
+        GROUP_METADATA_TOPIC_NAME,
+        server.group_metadata_manager.partition_for(group_id),
+    )
+    check = _coordinator(server).verify_partitions(
+        body["transactional_id"], body["producer_id"], body["producer_epoch"], [offsets_partition]
+    )[offsets_partition]
+    results: dict[tuple[str, int], Errors]
+    if check is Errors.PRODUCER_FENCED:
+        results = dict.fromkeys(offsets, Errors.PRODUCER_FENCED)
+    elif check is not Errors.NONE:
+        results = dict.fromkeys(offsets, Errors.INVALID_TXN_STATE)
+    else:
+        group_coordinator = server.group_coordinator
+        assert group_coordinator is not None
+        results = group_coordinator.handle_txn_commit_offsets(
+            group_id,
+            body.get("member_id", "") if version >= 3 else "",
+            body.get("group_instance_id") if version >= 3 else None,
+            body.get("generation_id", -1) if version >= 3 else -1,
+            body["producer_id"],
+            body["producer_epoch"],
+            offsets,
+        )
+    topics = []
+    for t in body["topics"]:
+        partitions = []
+        for p in t["partitions"]:
+            tp = (t["name"], p["partition_index"])
+            error = Errors.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else results[tp]
+            partitions.append(
+                {"partition_index": tp[1], "error_code": _for_version(error, version, "txn_oc")}
+            )
+        topics.append({"name": t["name"], "partitions": partitions})
+    return {"throttle_time_ms": 0, "topics": topics}
+
+
+# -- WriteTxnMarkers ----------------------------------------------------------------------
+def handle_write_txn_markers(server: KafkaServer, request: Any) -> dict[str, Any]:
+    """The coordinator-to-leader form: writes each marker to the partitions it names
+    (this broker's coordinator writes its own markers without a request)."""
+    markers = []
+    for m in request.body["markers"]:
+        topics = []
+        for t in m["topics"]:
+            partitions = []
+            for index in t["partition_indexes"]:
+                try:
+                    server.write_txn_marker(
+                        t["name"],
+                        index,
+                        m["producer_id"],
+                        m["producer_epoch"],
+                        m["coordinator_epoch"],
+                        commit=m["transaction_result"],
+                    )
+                    error = Errors.NONE
+                except KafkaError as e:
+                    error = e.code
+                partitions.append({"partition_index": index, "error_code": int(error)})
+            topics.append({"name": t["name"], "partitions": partitions})
+        markers.append({"producer_id": m["producer_id"], "topics": topics})
+    return {"markers": markers}
+
+
+# -- admin --------------------------------------------------------------------------------
+def handle_describe_producers(server: KafkaServer, request: Any) -> dict[str, Any]:
+    topics = []
+    for t in request.body["topics"]:
+        partitions = []
+        for index in t["partition_indexes"]:
+            entry: dict[str, Any] = {"partition_index": index, "active_producers": []}
+            try:
+                log = server.replica_manager.get_partition(t["name"], index).log
+            except KafkaError as e:
+                partitions.append({**entry, "error_code": int(e.code), "error_message": None})
+                continue
+            entry["error_code"] = 0
+            entry["error_message"] = None
+            entry["active_producers"] = [
+                {
+                    "producer_id": pid,
+                    "producer_epoch": epoch,
+                    "last_sequence": seq,
+                    "last_timestamp": ts,
+                    "coordinator_epoch": coordinator_epoch,
+                    "current_txn_start_offset": txn_start,
+                }
+                for pid, epoch, seq, ts, coordinator_epoch, txn_start in log.active_producers()
+            ]
+            partitions.append(entry)
+        topics.append({"name": t["name"], "partitions": partitions})
+    return {"throttle_time_ms": 0, "topics": topics}
+
+
+def handle_describe_transactions(server: KafkaServer, request: Any) -> dict[str, Any]:
+    coordinator = _coordinator(server)
+    states = [coordinator.describe(tid) for tid in request.body["transactional_ids"]]
+    return {"throttle_time_ms": 0, "transaction_states": states}
+
+
+def handle_list_transactions(server: KafkaServer, request: Any) -> dict[str, Any]:
+    body = request.body
+    unknown, states = _coordinator(server).list_transactions(
+        body["state_filters"],
+        body["producer_id_filters"],
+        body.get("duration_filter", -1) if request.api_version >= 1 else -1,
+    )
+    authorizer = getattr(server, "authorizer", None)
+    if authorizer is not None:
+        # Kafka lists only the transactional ids the principal may describe.
+        principal = request.principal or "User:ANONYMOUS"
+        states = [
+            s
+            for s in states
+            if authorizer.authorize(
+                principal,
+                request.client_host,
+                AclOperation.DESCRIBE,
+                ResourceType.TRANSACTIONAL_ID,
+                s["transactional_id"],
+                log_if_denied=False,
+            )
+        ]
+    return {
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "unknown_state_filters": unknown,
+        "transaction_states": states,
+    }
