@@ -85,3 +85,57 @@ def test_log_dir_reader(tmp_path: Path) -> None:
     assert p.log_end_offset == 2
     assert p.offset_for_timestamp(1562121985145) == 1
     assert p.offset_for_timestamp(1562122005566) is None
+
+
+def test_offsets_decoder_prints_consumer_offsets_records_as_json(tmp_path: Path) -> None:
+    import json
+
+    from kafkars.coordinator.group import records
+    from kafkars.coordinator.group.group_metadata import OffsetAndMetadata
+
+    partition = tmp_path / "__consumer_offsets-7"
+    partition.mkdir()
+    key = records.offset_commit_key("g1", "orders", 3)
+    value = records.offset_commit_value(OffsetAndMetadata(42, 5, "meta", 1700000000000))
+    path = partition / "00000000000000000000.log"
+    path.write_bytes(codec.build_batch([(key, value, 1, []), (key, None, 2, [])]))
+
+    out = dump("--files", str(path), "--offsets-decoder").splitlines()
+    assert out[2].startswith("baseOffset: 0 lastOffset: 1 count: 2")
+    first = out[3].split(" key: ")[1]
+    key_json, payload = first.split(" payload: ")
+    assert json.loads(key_json) == {
+        "type": 1,
+        "data": {"group": "g1", "topic": "orders", "partition": 3},
+    }
+    assert json.loads(payload) == {
+        "version": 3,
+        "data": {
+            "offset": 42,
+            "leaderEpoch": 5,
+            "metadata": "meta",
+            "commitTimestamp": 1700000000000,
+        },
+    }
+    assert out[4].endswith(" payload: NULL")  # a tombstone
+
+    bare = dump("--files", str(path), "--offsets-decoder", "--skip-record-metadata").splitlines()
+    assert bare[2].startswith("key: {") and not any(line.startswith("baseOffset") for line in bare)
+
+
+def test_files_that_are_not_segments_are_one_line_each(tmp_path: Path) -> None:
+    good = write_seed_segment(tmp_path)
+    notes = tmp_path / "notes.log"
+    notes.write_text("not a segment\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "kafkars.tools.dump_log", "--files", f"{notes},{good}"],
+        capture_output=True,
+        text=True,
+    )
+    # Before: a ValueError traceback, and the good file never dumped.
+    assert done.returncode == 1
+    assert done.stderr == (
+        f"Error: {notes} is not a log segment or index: its name is not a base offset "
+        "(like 00000000000000000000.log)\n"
+    )
+    assert done.stdout.count("baseOffset:") == 2

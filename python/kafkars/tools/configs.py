@@ -282,39 +282,42 @@ def _principals(
     """Users and clients: quotas (both) and SCRAM credentials (users), split the way
     kafka-configs.sh splits one --add-config between them."""
     kind = "user" if entity_type == "users" else "client-id"
-    wire = client.WireClient.connect(bootstrap, properties)
-    try:
-        if describe:
+    if describe:
+        wire = client.WireClient.connect(bootstrap, properties)
+        try:
             _describe_principals(bootstrap, properties, wire, kind, name, default)
-            return
-        scram_add = [i for i in _split_top_level(add) if i.upper().startswith("SCRAM-")]
-        quota_add = [i for i in _split_top_level(add) if not i.upper().startswith("SCRAM-")]
-        removed = [n.strip() for n in remove.split(",") if n.strip()]
-        scram_remove = [n for n in removed if n.upper().startswith("SCRAM-")]
-        quota_remove = [n for n in removed if not n.upper().startswith("SCRAM-")]
-        if not (scram_add or quota_add or scram_remove or quota_remove):
-            raise click.UsageError("--alter needs --add-config and/or --delete-config")
-        if (scram_add or scram_remove) and (kind != "user" or not name):
-            raise click.UsageError("SCRAM credentials are for --entity-type users --entity-name")
-        quotas = client.parse_properties(quota_add, "--add-config")
-        for key, value in [*quotas.items(), *((k, "") for k in quota_remove)]:
-            if key not in QUOTA_KEYS:
-                raise click.UsageError(
-                    f"{key} is not a quota of {entity_type}: give one of {', '.join(QUOTA_KEYS)}"
-                )
-            if value:
-                try:
-                    float(value)
-                except ValueError:
-                    raise click.UsageError(f"--add-config {key} must be a number") from None
-        if quotas or quota_remove:
+        finally:
+            wire.close()
+        return
+    scram_add = [i for i in _split_top_level(add) if i.upper().startswith("SCRAM-")]
+    quota_add = [i for i in _split_top_level(add) if not i.upper().startswith("SCRAM-")]
+    removed = [n.strip() for n in remove.split(",") if n.strip()]
+    scram_remove = [n for n in removed if n.upper().startswith("SCRAM-")]
+    quota_remove = [n for n in removed if not n.upper().startswith("SCRAM-")]
+    if not (scram_add or quota_add or scram_remove or quota_remove):
+        raise click.UsageError("--alter needs --add-config and/or --delete-config")
+    if (scram_add or scram_remove) and (kind != "user" or not name):
+        raise click.UsageError("SCRAM credentials are for --entity-type users --entity-name")
+    quotas = client.parse_properties(quota_add, "--add-config")
+    for key, value in [*quotas.items(), *((k, "") for k in quota_remove)]:
+        if key not in QUOTA_KEYS:
+            raise click.UsageError(
+                f"{key} is not a quota of {entity_type}: give one of {', '.join(QUOTA_KEYS)}"
+            )
+        if value:
+            try:
+                float(value)
+            except ValueError:
+                raise click.UsageError(f"--add-config {key} must be a number") from None
+    if quotas or quota_remove:
+        wire = client.WireClient.connect(bootstrap, properties)
+        try:
             _alter_quotas(wire, kind, name, quotas, quota_remove)
-        if scram_add or scram_remove:
-            assert name is not None
-            admin = client.admin(bootstrap, properties)
-            _alter_scram(admin, name, scram_add, scram_remove)
-    finally:
-        wire.close()
+        finally:
+            wire.close()
+    if scram_add or scram_remove:
+        assert name is not None
+        _alter_scram(client.admin(bootstrap, properties), name, scram_add, scram_remove)
     label = "user-principal" if kind == "user" else "client-id"
     who = f"{label} '{name}'" if name else f"the default {label}"
     click.echo(f"Completed updating config for {who}.")

@@ -159,11 +159,12 @@ def main(
     elif strategy is not None or all_topics or execute or dry_run:
         raise click.UsageError("reset options go with --reset-offsets")
     specs = [_topic_spec(t) for t in topics]
+    wanted_states = _wanted_states(state) if list_ else None
 
     opts = Options(bootstrap_server, client.read_properties(command_config), timeout_ms / 1000)
     admin = opts.admin()
     if list_:
-        _list(opts, admin, state)
+        _list(opts, admin, wanted_states)
         return
     names = list(groups) if groups else _group_ids(opts, admin)
     if delete:
@@ -193,12 +194,11 @@ def _state_name(state: Any) -> str:
     return _STATES.get(name, name)
 
 
-def _list(opts: Options, admin: Any, state: str | None) -> None:
-    listed = sorted(opts.result(admin.list_consumer_groups()).valid, key=lambda g: g.group_id)
+def _wanted_states(state: str | None) -> set[str] | None:
+    """`--list --state [S1,S2]`: None (no state column), set() (all, with states) or the
+    lower-case states to show."""
     if state is None:
-        for g in listed:
-            click.echo(g.group_id)
-        return
+        return None
     wanted = {s.strip().lower() for s in state.split(",") if s.strip()}
     known = {s.lower() for s in _STATES.values()}
     if wanted - known:
@@ -206,6 +206,15 @@ def _list(opts: Options, admin: Any, state: str | None) -> None:
             f"{', '.join(sorted(wanted - known))}: states are {', '.join(_STATES.values())}",
             param_hint="'--state'",
         )
+    return wanted
+
+
+def _list(opts: Options, admin: Any, wanted: set[str] | None) -> None:
+    listed = sorted(opts.result(admin.list_consumer_groups()).valid, key=lambda g: g.group_id)
+    if wanted is None:
+        for g in listed:
+            click.echo(g.group_id)
+        return
     rows = [
         (g.group_id, _state_name(g.state))
         for g in listed
@@ -381,7 +390,7 @@ def parse_datetime(text: str) -> int:
         ) from None
     if parsed.tzinfo is None:
         parsed = parsed.astimezone()  # local time
-    return int(parsed.timestamp() * 1000)
+    return max(int(parsed.timestamp() * 1000), 0)
 
 
 def parse_duration(text: str) -> timedelta:
@@ -396,7 +405,8 @@ def parse_duration(text: str) -> timedelta:
 
 
 def _ago_ms(duration: timedelta) -> int:
-    return int((time.time() - duration.total_seconds()) * 1000)
+    # Not below 0: ListOffsets reads negative timestamps as "latest" and "earliest".
+    return max(int((time.time() - duration.total_seconds()) * 1000), 0)
 
 
 def _strategy(
