@@ -102,7 +102,8 @@ class TransactionMetadata:
             )
         if target is S.ONGOING and self.state is not S.ONGOING:
             self.txn_start_timestamp = now_ms
-        if target is S.EMPTY:
+        if target in (S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
+            # Markers are written: the next transaction starts with no partitions.
             self.partitions = set()
         self.state = target
         self.txn_last_update_timestamp = now_ms
