@@ -81,3 +81,33 @@ def test_transaction_state_survives_a_kill(make_broker: Callable[..., Broker], t
     second.produce(topic, value=b"two", partition=0)
     second.commit_transaction(20)
     assert read_values(broker, topic, "read_committed", 2) == [b"one", b"two"]
+
+
+def test_transactional_offsets_reload_after_a_kill(
+    make_broker: Callable[..., Broker], topic: str
+) -> None:
+    """`__consumer_offsets` replays transactional offset commits: a committed
+    transaction's offsets are the group's after a kill -9, an aborted one's are not."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    broker = make_broker(config=RECOVERY_CONFIG)
+    create_topic(broker, topic)
+    group = f"g-{topic}"
+    p = Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": group})
+    c = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": group})
+    p.init_transactions(20)
+    for offset, commit in ((5, True), (9, False)):
+        p.begin_transaction()
+        p.produce(topic, value=b"x", partition=0)
+        metadata = c.consumer_group_metadata()
+        p.send_offsets_to_transaction([TopicPartition(topic, 0, offset)], metadata, 20)
+        if commit:
+            p.commit_transaction(20)
+        else:
+            p.abort_transaction(20)
+    c.close()
+    broker.kill()
+    broker.start()
+    c = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": group})
+    assert c.committed([TopicPartition(topic, 0)], 10)[0].offset == 5
+    c.close()

@@ -262,3 +262,22 @@ def test_records_round_trip_in_kafkas_format() -> None:
     assert back.partitions == {("a", 0), ("a", 1)}
     assert (back.txn_start_timestamp, back.txn_last_update_timestamp) == (100, 200)
     assert records.read_key(b"\x00\x01\x00\x01g") is None
+
+
+def test_a_failed_marker_write_is_retried() -> None:
+    c, markers, _, _ = make()
+    pid, epoch = init(c)
+    c.handle_add_partitions("tx", pid, epoch, [("a", 0)])
+
+    def failing(pid: int, epoch: int, commit: bool, tps: list[tuple[str, int]]) -> None:
+        raise OSError("disk full")
+
+    c.write_markers = failing
+    with pytest.raises(OSError):
+        c.handle_end_transaction("tx", pid, epoch, commit=True)
+    assert c.get("tx").state is S.PREPARE_COMMIT  # type: ignore[union-attr]
+    assert c.handle_end_transaction("tx", pid, epoch, commit=False) is Errors.INVALID_TXN_STATE
+    c.write_markers = markers
+    assert c.handle_end_transaction("tx", pid, epoch, commit=True) is Errors.NONE
+    assert markers.written == [(pid, epoch, True, [("a", 0)])]
+    assert c.get("tx").state is S.COMPLETE_COMMIT  # type: ignore[union-attr]

@@ -821,6 +821,16 @@ class GroupCoordinator:
                     pending.setdefault(group_id, {}).update(accepted)
             return results
 
+    def pending_txn_partitions(self, group_id: str) -> set[tuple[str, int]]:
+        """Partitions with a TxnOffsetCommit awaiting its transaction's outcome (an
+        OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT for them)."""
+        with self._groups_lock:
+            return {
+                tp
+                for groups in self._pending_txn_offsets.values()
+                for tp in groups.get(group_id, {})
+            }
+
     def complete_txn_offsets(self, producer_id: int, commit: bool) -> None:
         """The transaction marker of `producer_id` reached `__consumer_offsets`: its
         pending offsets become committed (commit) or are dropped (abort)."""

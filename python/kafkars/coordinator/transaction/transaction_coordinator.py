@@ -321,10 +321,12 @@ class TransactionCoordinator:
                 return Errors.NONE if commit else Errors.INVALID_TXN_STATE  # a retry
             if state is S.COMPLETE_ABORT:
                 return Errors.INVALID_TXN_STATE if commit else Errors.NONE
-            if state is S.PREPARE_COMMIT:
-                return Errors.CONCURRENT_TRANSACTIONS if commit else Errors.INVALID_TXN_STATE
-            if state is S.PREPARE_ABORT:
-                return Errors.INVALID_TXN_STATE if commit else Errors.CONCURRENT_TRANSACTIONS
+            if state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+                if commit != (state is S.PREPARE_COMMIT):
+                    return Errors.INVALID_TXN_STATE
+                # Writing a marker failed earlier: the retry writes them again.
+                self._complete(txn, commit=commit)
+                return Errors.NONE
             return Errors.INVALID_TXN_STATE  # Empty: nothing to end
 
     def _prepare_and_complete(self, txn: TransactionMetadata, *, commit: bool) -> None:
@@ -360,6 +362,15 @@ class TransactionCoordinator:
         aborted = 0
         for txn in self.transactions():
             with txn.lock:
+                if txn.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+                    # Its markers failed to write: try again.
+                    try:
+                        self._complete(txn, commit=txn.state is S.PREPARE_COMMIT)
+                    except Exception:
+                        log.exception(
+                            "Completing the transaction of %s failed", txn.transactional_id
+                        )
+                    continue
                 if not txn.has_expired(now):
                     continue
                 log.info(

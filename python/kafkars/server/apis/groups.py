@@ -216,21 +216,27 @@ def handle_offset_commit(server: KafkaServer, request: Any) -> dict[str, Any]:
 
 
 def _fetch_group(
-    server: KafkaServer, group_id: str, topics: list[dict[str, Any]] | None
+    server: KafkaServer,
+    group_id: str,
+    topics: list[dict[str, Any]] | None,
+    require_stable: bool = False,
 ) -> list[dict[str, Any]]:
     wanted = (
         None if topics is None else [(t["name"], p) for t in topics for p in t["partition_indexes"]]
     )
     found = _coordinator(server).handle_fetch_offsets(group_id, wanted)
+    # KIP-447: an offset an open transaction may still change is not handed out.
+    unstable = _coordinator(server).pending_txn_partitions(group_id) if require_stable else set()
     by_topic: dict[str, list[dict[str, Any]]] = {}
     for (topic, partition), o in found.items():
+        pending = (topic, partition) in unstable
         by_topic.setdefault(topic, []).append(
             {
                 "partition_index": partition,
-                "committed_offset": -1 if o is None else o.offset,
-                "committed_leader_epoch": -1 if o is None else o.leader_epoch,
-                "metadata": "" if o is None else o.metadata,
-                "error_code": 0,
+                "committed_offset": -1 if o is None or pending else o.offset,
+                "committed_leader_epoch": -1 if o is None or pending else o.leader_epoch,
+                "metadata": "" if o is None or pending else o.metadata,
+                "error_code": int(Errors.UNSTABLE_OFFSET_COMMIT) if pending else 0,
             }
         )
     return [{"name": name, "partitions": parts} for name, parts in by_topic.items()]
@@ -242,7 +248,9 @@ def handle_offset_fetch(server: KafkaServer, request: Any) -> dict[str, Any]:
         groups = [
             {
                 "group_id": g["group_id"],
-                "topics": _fetch_group(server, g["group_id"], g.get("topics")),
+                "topics": _fetch_group(
+                    server, g["group_id"], g.get("topics"), bool(body.get("require_stable"))
+                ),
                 "error_code": 0,
             }
             for g in body["groups"]
@@ -253,7 +261,12 @@ def handle_offset_fetch(server: KafkaServer, request: Any) -> dict[str, Any]:
         topics = []  # v0-1 cannot ask for every partition
     return {
         "throttle_time_ms": 0,
-        "topics": _fetch_group(server, body["group_id"], topics),
+        "topics": _fetch_group(
+            server,
+            body["group_id"],
+            topics,
+            request.api_version >= 7 and bool(body.get("require_stable")),
+        ),
         "error_code": 0,
     }
 
