@@ -126,6 +126,11 @@ def test_console_round_trip_with_keys_headers_and_the_new_flags(
     assert described.exit_code == 1 and "does not exist" in described.output
     quiet = run(topics.main, *b, "--describe", "--topic", f"{topic}-missing", "--if-exists")
     assert quiet.exit_code == 0 and quiet.output == ""
+    for args in (("--describe",), ("--alter", "--add-config", "retention.ms=1")):
+        configured = run(configs.main, *b, "--entity-type", "topics",
+                         "--entity-name", f"{topic}-missing", *args)  # fmt: skip
+        assert configured.exit_code == 1
+        assert configured.output == f"Error: Topic '{topic}-missing' does not exist\n"
     pattern = run(topics.main, *b, "--describe", "--topic", re.escape(topic) + ".*")
     assert pattern.stdout.count("PartitionCount") == 2
 

@@ -128,10 +128,15 @@ def main(
     assert entity_name is not None
     admin = client.admin(bootstrap_server, properties)
     resource = ConfigResource(kind, entity_name)
-    if describe:
-        _describe(admin, resource, label, all_)
-    else:
-        _alter(admin, resource, label, add, remove)
+    try:
+        if describe:
+            _describe(admin, resource, label, all_)
+        else:
+            _alter(admin, resource, label, add, remove)
+    except click.ClickException as e:
+        if entity_type == "topics" and e.message.startswith("UNKNOWN_TOPIC_OR_PART"):
+            raise click.ClickException(f"Topic '{entity_name}' does not exist") from None
+        raise
 
 
 def _describe(admin: Any, resource: Any, label: str, all_: bool) -> None:
