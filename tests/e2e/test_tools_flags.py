@@ -300,3 +300,43 @@ def test_perf_test_takes_several_producer_props_after_one_flag(broker: Broker, t
     )  # fmt: skip
     assert consumed.exit_code == 0, consumed.output
     assert consumed.stdout.splitlines()[-1].split(", ")[4] == "200"
+
+
+def test_transaction_log_decoded_by_dump_log_and_the_console_consumer(
+    broker: Broker, topic: str
+) -> None:
+    b = ["-b", broker.bootstrap_servers]
+    run(topics.main, *b, "--create", "--topic", topic, "--partitions", "1")
+    txn_id = f"txn-{uuid.uuid4().hex[:8]}"
+    p = Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": txn_id})
+    p.init_transactions(30)
+    p.begin_transaction()
+    p.produce(topic, value=b"in a transaction")
+    p.commit_transaction(30)
+    del p
+
+    segments = [
+        path
+        for path in Path(broker.log_dir).glob("__transaction_state-*/*.log")
+        if txn_id.encode() in path.read_bytes()
+    ]
+    assert segments
+    dumped = run(dump_log.main, "--files", ",".join(map(str, segments)),
+                 "--transaction-log-decoder", "--skip-record-metadata")  # fmt: skip
+    assert dumped.exit_code == 0, dumped.output
+    ours = [line for line in dumped.stdout.splitlines() if txn_id in line]
+    key, payload = ours[-1].removeprefix("key: ").split(" payload: ")
+    assert json.loads(key) == {"type": 0, "data": {"transactionalId": txn_id}}
+    states = [json.loads(line.split(" payload: ")[1])["data"] for line in ours]
+    assert states[-1]["transactionStatus"] == 4  # CompleteCommit
+    assert any(
+        s["transactionPartitions"] == [{"topic": topic, "partitionIds": [0]}] for s in states
+    )
+
+    read = run(
+        console_consumer.main, *b, "--topic", "__transaction_state", "--from-beginning",
+        "--formatter", "transaction-log", "--timeout-ms", "3000",
+    )  # fmt: skip
+    mine = [json.loads(line) for line in read.stdout.splitlines() if txn_id in line]
+    assert mine and mine[-1]["key"]["data"]["transactionalId"] == txn_id, read.output
+    assert mine[-1]["value"]["data"]["producerId"] >= 0
