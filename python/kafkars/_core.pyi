@@ -154,6 +154,7 @@ class FileRecords:
     def __len__(self) -> int: ...
     position: int
     fetch_offset_metadata: tuple[int, int, int] | None
+    record_count: int
     def read_bytes(self) -> bytes: ...
 
 # -- storage -----------------------------------------------------------------------------
@@ -318,6 +319,7 @@ class SocketServer:
     def request_metrics_buckets() -> list[float]: ...
     request_queue_size: int
     connection_count: int
+    handler_idle_seconds: float
     def shutdown(self) -> None: ...
 
 # -- the wire codec (tests and tools) ----------------------------------------------------

@@ -38,11 +38,13 @@ def test_metrics_endpoint_counts_traffic(make_broker: Callable[..., Broker], top
     c.close()
 
     m = scrape(broker)
-    assert m[("kafka_server_brokertopicmetrics_messages_in_total", (("topic", topic),))] == 10
-    bytes_in = m[("kafka_server_brokertopicmetrics_bytes_in_total", (("topic", topic),))]
+    by_topic = (("topic", topic),)
+    assert m[("kafka_server_brokertopicmetrics_in_records_total", by_topic)] == 10
+    bytes_in = m[("kafka_server_brokertopicmetrics_in_bytes_total", by_topic)]
     assert bytes_in > 10 * 100
     # What was fetched is at least what was appended (a fetch may return a batch again).
-    assert m[("kafka_server_brokertopicmetrics_bytes_out_total", (("topic", topic),))] >= bytes_in
+    assert m[("kafka_server_brokertopicmetrics_out_bytes_total", by_topic)] >= bytes_in
+    assert m[("kafka_server_brokertopicmetrics_out_records_total", by_topic)] >= 10
     part = (("partition", "0"), ("topic", topic))
     assert m[("kafka_log_log_end_offset", part)] == 10
     assert m[("kafka_log_log_start_offset", part)] == 0
@@ -63,5 +65,83 @@ def test_metrics_endpoint_counts_traffic(make_broker: Callable[..., Broker], top
     assert m[("kafka_network_socketserver_connections", ())] >= 1
 
 
+def test_request_histograms_lag_and_process_metrics_move(
+    make_broker: Callable[..., Broker], topic: str
+) -> None:
+    broker = make_broker(config={"kafkars.metrics.port": 0})
+    produce_total = ("kafka_network_requestmetrics_time_seconds_count",)
+    p = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 0})
+    for _ in range(20):
+        p.produce(topic, value=b"v", partition=0)
+        p.flush(10)
+    c = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "group.id": f"lag-{topic}",
+            "enable.auto.commit": False,
+        }
+    )
+    c.assign([TopicPartition(topic, 0, 0)])
+    for _ in range(5):
+        assert c.poll(10) is not None
+    c.commit(asynchronous=False)
+    before = scrape(broker)
+
+    for _ in range(20):
+        p.produce(topic, value=b"v", partition=0)
+        p.flush(10)
+    after = scrape(broker)
+    c.close()
+
+    produce = (("phase", "total"), ("request", "Produce"))
+    assert after[(*produce_total, produce)] >= before[(*produce_total, produce)] + 20
+    assert after[("kafka_network_requestmetrics_time_seconds_sum", produce)] > 0
+    # Every phase is recorded; a fetch that waited in the purgatory has remote time.
+    for phase in ("request_queue", "local", "remote", "response_queue", "response_send"):
+        key = (
+            "kafka_network_requestmetrics_time_seconds_count",
+            (("phase", phase),) + (("request", "Produce"),),
+        )
+        assert after[key] >= 20
+    fetch_remote = (("phase", "remote"), ("request", "Fetch"))
+    assert after[("kafka_network_requestmetrics_time_seconds_sum", fetch_remote)] > 0
+    inf_bucket = ("kafka_network_requestmetrics_time_seconds_bucket", ((("le", "+Inf"),) + produce))
+    assert after[(inf_bucket[0], tuple(sorted(inf_bucket[1])))] == after[(*produce_total, produce)]
+    # 40 records, 5 committed: the group is 35 behind on partition 0.
+    lag = (("group", f"lag-{topic}"), ("partition", "0"), ("topic", topic))
+    assert after[("kafka_consumergroup_lag", lag)] == 35
+    assert after[("process_resident_memory_bytes", ())] > 0
+    assert any(name.startswith("python_gc_") for name, _ in after)
+    assert after[("kafka_server_kafkarequesthandlerpool_idle_seconds_total", ())] > 0
+
+
 def test_no_endpoint_unless_configured(broker: Broker) -> None:
     assert broker.metrics_port is None
+
+
+def test_grafana_dashboard_queries_name_served_metrics(
+    make_broker: Callable[..., Broker], topic: str
+) -> None:
+    """Every metric the shipped dashboard queries is one the broker serves."""
+    import json
+    import re
+    from pathlib import Path
+
+    dashboard = json.loads(
+        (Path(__file__).resolve().parents[2] / "grafana" / "kafkars-dashboard.json").read_text()
+    )
+    exprs = [t["expr"] for panel in dashboard["panels"] for t in panel["targets"]]
+    queried = {
+        name for expr in exprs for name in re.findall(r"\b((?:kafka|process)_[a-z_]+)\b", expr)
+    }
+    broker = make_broker(config={"kafkars.metrics.port": 0})
+    p = Producer({"bootstrap.servers": broker.bootstrap_servers})
+    p.produce(topic, value=b"v", partition=0)
+    assert p.flush(10) == 0
+    c = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": f"g-{topic}"})
+    c.assign([TopicPartition(topic, 0, 0)])
+    assert c.poll(10) is not None
+    c.commit(asynchronous=False)
+    c.close()
+    served = {name for name, _ in scrape(broker)}
+    assert queried and queried <= served, queried - served

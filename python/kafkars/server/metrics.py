@@ -1,10 +1,13 @@
 """Broker metrics in Prometheus's text format, served on `kafkars.metrics.port`.
 
-The names follow Kafka's JMX beans as Prometheus exporters usually render them:
-BrokerTopicMetrics (bytes and messages in/out per topic), RequestMetrics (requests and
-time per API), the purgatory sizes, ReplicaManager's under-replicated partitions, and
-per-partition log gauges. The hot paths only bump plain integers under the GIL; every
-family is built when Prometheus scrapes.
+The names follow Kafka's JMX beans as Prometheus exporters usually render them, with
+Prometheus's unit suffixes (`_bytes`, `_seconds`, counters ending `_total`):
+BrokerTopicMetrics (records and bytes in and out per topic), RequestMetrics (requests per
+API and histograms of where their time went, kept by the Rust network layer), the request
+queue, handler idle time, purgatory sizes, ReplicaManager's under-replicated partitions,
+per-partition log gauges, consumer-group lag, and the process_* and python_* collectors of
+prometheus-client. The hot paths only bump plain integers; every family is built when
+Prometheus scrapes.
 """
 
 from __future__ import annotations
@@ -14,10 +17,12 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from prometheus_client import GCCollector, PlatformCollector, ProcessCollector
 from prometheus_client.core import (
     CollectorRegistry,
     CounterMetricFamily,
     GaugeMetricFamily,
+    HistogramMetricFamily,
     Metric,
 )
 
@@ -30,23 +35,29 @@ log = logging.getLogger("kafkars.server.Metrics")
 
 
 class BrokerTopicMetrics:
-    """Bytes and messages in and out, per topic (Kafka's BrokerTopicMetrics)."""
+    """Records and bytes in and out, per topic (Kafka's BrokerTopicMetrics)."""
 
     def __init__(self) -> None:
         self.bytes_in: Counter[str] = Counter()
         self.messages_in: Counter[str] = Counter()
         self.bytes_out: Counter[str] = Counter()
+        self.messages_out: Counter[str] = Counter()
 
     def record_append(self, topic: str, size: int, messages: int) -> None:
         self.bytes_in[topic] += size
         self.messages_in[topic] += messages
 
     def record_fetch(self, responses: list[dict[str, Any]]) -> None:
-        """Counts what a Fetch response carries (file slices: their lengths, no reads)."""
+        """Counts what a Fetch response carries: file slices' lengths, and their records as
+        counted from the batch headers when the log was read."""
         for topic in responses:
-            size = sum(len(p["records"]) for p in topic["partitions"])
+            size = records = 0
+            for p in topic["partitions"]:
+                size += len(p["records"])
+                records += getattr(p["records"], "record_count", 0)
             if size:
                 self.bytes_out[topic["topic"]] += size
+                self.messages_out[topic["topic"]] += records
 
 
 class BrokerCollector:
@@ -58,15 +69,19 @@ class BrokerCollector:
     def collect(self) -> Iterator[Metric]:
         yield from self._topic_metrics()
         yield from self._request_metrics()
+        yield from self._request_time_histograms()
         yield from self._broker_gauges()
         yield from self._log_gauges()
+        yield from self._group_lag()
 
     def _topic_metrics(self) -> Iterator[Metric]:
         topics = self.server.topic_metrics
+        # CounterMetricFamily appends `_total` to each name.
         for name, counter, doc in (
-            ("kafka_server_brokertopicmetrics_bytes_in", topics.bytes_in, "Bytes appended."),
-            ("kafka_server_brokertopicmetrics_messages_in", topics.messages_in, "Records in."),
-            ("kafka_server_brokertopicmetrics_bytes_out", topics.bytes_out, "Bytes fetched."),
+            ("kafka_server_brokertopicmetrics_in_bytes", topics.bytes_in, "Bytes appended."),
+            ("kafka_server_brokertopicmetrics_in_records", topics.messages_in, "Records in."),
+            ("kafka_server_brokertopicmetrics_out_bytes", topics.bytes_out, "Bytes fetched."),
+            ("kafka_server_brokertopicmetrics_out_records", topics.messages_out, "Records out."),
         ):
             family = CounterMetricFamily(name, doc, labels=["topic"])
             for topic, value in sorted(counter.copy().items()):
@@ -92,6 +107,22 @@ class BrokerCollector:
             seconds.add_metric([name], times.get(key, 0) / 1e9)
         yield count
         yield seconds
+
+    def _request_time_histograms(self) -> Iterator[Metric]:
+        socket_server = self.server.socket_server
+        if socket_server is None:
+            return
+        bounds = [f"{b:g}" for b in socket_server.request_metrics_buckets()] + ["+Inf"]
+        family = HistogramMetricFamily(
+            "kafka_network_requestmetrics_time_seconds",
+            "Where requests' time went, per API and phase (Kafka's RequestMetrics: "
+            "request_queue, local, remote, response_queue, response_send, total).",
+            labels=["request", "phase"],
+        )
+        for key, phase, cumulative, count, total in socket_server.request_metrics():
+            buckets = list(zip(bounds, [*cumulative, count], strict=True))
+            family.add_metric([_request_name(key), phase], buckets, total)
+        yield family
 
     def _broker_gauges(self) -> Iterator[Metric]:
         server = self.server
@@ -128,6 +159,12 @@ class BrokerCollector:
                 "Requests waiting for a handler thread.",
                 value=socket_server.request_queue_size,
             )
+            yield CounterMetricFamily(
+                "kafka_server_kafkarequesthandlerpool_idle_seconds",
+                "Time the request handler threads spent waiting for a request, summed over "
+                "the threads (rate() / num.io.threads is Kafka's RequestHandlerAvgIdlePercent).",
+                value=socket_server.handler_idle_seconds,
+            )
 
     def _log_gauges(self) -> Iterator[Metric]:
         labels = ["topic", "partition"]
@@ -146,6 +183,29 @@ class BrokerCollector:
             segments.add_metric(key, lg.num_segments)
         yield from (size, end, start, segments)
 
+    def _group_lag(self) -> Iterator[Metric]:
+        """Per group and partition: log end offset minus the committed offset."""
+        family = GaugeMetricFamily(
+            "kafka_consumergroup_lag",
+            "Records between a group's committed offset and the log end offset.",
+            labels=["group", "topic", "partition"],
+        )
+        coordinator = getattr(self.server, "group_coordinator", None)
+        if coordinator is not None:
+            ends = {
+                (p.log.topic, p.log.partition): p.log.log_end_offset
+                for p in self.server.replica_manager.partitions()
+            }
+            for group in coordinator.groups():
+                for (topic, partition), committed in sorted(dict(group.offsets).items()):
+                    end = ends.get((topic, partition))
+                    if end is not None and committed.offset >= 0:
+                        family.add_metric(
+                            [group.group_id, topic, str(partition)],
+                            max(0, end - committed.offset),
+                        )
+        yield family
+
 
 def _request_name(key: int) -> str:
     """Kafka's request names (`Produce`, `FetchConsumer`, ...) in CamelCase."""
@@ -163,6 +223,10 @@ class MetricsServer:
 
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(BrokerCollector(server))  # type: ignore[arg-type]
+        # process_* (CPU, memory, open files) and python_* (GC, version), as any exporter.
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
+        GCCollector(registry=self.registry)
         self._http, self._thread = start_http_server(port, addr=host, registry=self.registry)
         self.port: int = self._http.server_port
         log.info("Metrics on http://%s:%d/metrics", host, self.port)

@@ -11,16 +11,20 @@ use pyo3::types::PyBytes;
 pub(crate) struct FileRecords {
     slice: Option<FileSlice>,
     fetch_offset_metadata: Option<LogOffsetMetadata>,
+    /// Records in the slice's whole batches (for the records-out metric).
+    record_count: u64,
 }
 
 impl FileRecords {
     pub(crate) fn new(
         slice: Option<FileSlice>,
         fetch_offset_metadata: Option<LogOffsetMetadata>,
+        record_count: u64,
     ) -> Self {
         Self {
             slice,
             fetch_offset_metadata,
+            record_count,
         }
     }
 
@@ -45,7 +49,14 @@ impl FileRecords {
         Self {
             slice: None,
             fetch_offset_metadata: None,
+            record_count: 0,
         }
+    }
+
+    /// Records in the slice's whole batches, counted from their headers at read time.
+    #[getter]
+    fn record_count(&self) -> u64 {
+        self.record_count
     }
 
     fn __len__(&self) -> usize {

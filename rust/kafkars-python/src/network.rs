@@ -288,7 +288,17 @@ fn dispatch(handler: &Py<PyAny>, request: Request) {
                 }
             }
             // None: the handler answers later (a delayed operation holds the request).
-            Ok(_) => {}
+            Ok(_) => {
+                if let Some(responder) = request
+                    .get()
+                    .responder
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .as_mut()
+                {
+                    responder.mark_handled();
+                }
+            }
             Err(e) => {
                 log_handler_error(py, &request.get().__repr__(), e);
                 let _ = request.get().close_connection();
@@ -479,6 +489,39 @@ impl PySocketServer {
             ))),
             None => Err(PyRuntimeError::new_err("the socket server is shut down")),
         }
+    }
+
+    /// Kafka's RequestMetrics: `(api_key, phase, cumulative bucket counts, count,
+    /// sum in seconds)` for every API and phase seen, the buckets' upper bounds being
+    /// `request_metrics_buckets()`.
+    fn request_metrics(&self) -> Vec<(i16, &'static str, Vec<u64>, u64, f64)> {
+        let running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(running) = running.as_ref() else {
+            return Vec::new();
+        };
+        running
+            .channel
+            .metrics()
+            .snapshot()
+            .into_iter()
+            .map(|h| (h.api_key, h.phase, h.cumulative, h.count, h.sum_seconds))
+            .collect()
+    }
+
+    /// Seconds the request handler threads have spent waiting for requests, summed.
+    #[getter]
+    fn handler_idle_seconds(&self) -> f64 {
+        self.running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .map_or(0.0, |r| r.channel.handler_idle_seconds())
+    }
+
+    /// Upper bounds (seconds) of the request-time histogram buckets.
+    #[staticmethod]
+    fn request_metrics_buckets() -> Vec<f64> {
+        kafkars_server::LATENCY_BUCKETS_SECONDS.to_vec()
     }
 
     /// Requests waiting in the request channel.

@@ -221,15 +221,22 @@ impl PyLog {
         upper_bound: i64,
         min_one_message: bool,
     ) -> PyResult<FileRecords> {
-        let info = py
+        let (info, record_count) = py
             .detach(|| {
-                self.inner
-                    .read(offset, max_bytes, upper_bound, min_one_message)
+                let info = self
+                    .inner
+                    .read(offset, max_bytes, upper_bound, min_one_message)?;
+                let count = match &info.records {
+                    Some(slice) => slice.count_records().unwrap_or(0),
+                    None => 0,
+                };
+                Ok::<_, kafkars_storage::LogError>((info, count))
             })
             .map_err(log_error)?;
         Ok(FileRecords::new(
             info.records,
             Some(info.fetch_offset_metadata),
+            record_count,
         ))
     }
 

@@ -16,12 +16,13 @@ use crate::connection_quotas::ConnectionSlot;
 use crate::frame::{FrameError, RequestHeader, parse_header};
 use crate::memory_pool::{MemoryGrant, MemoryPool};
 use crate::request_channel::{Request, RequestContext, Responder, Response, ResponseSend};
+use crate::request_metrics::{RequestMetrics, RequestTimes};
 use crate::send::{ResponseWriter, write_response};
 
 /// A response slot in request order: either already known or still with a handler.
 enum Pending {
     Ready(Response),
-    Waiting(oneshot::Receiver<Response>),
+    Waiting(oneshot::Receiver<(Response, RequestTimes)>),
 }
 
 /// Buffer growth step while a frame's body arrives: the buffer grows with the bytes
@@ -88,6 +89,7 @@ impl FrameReader {
 pub(crate) struct ConnectionHandler {
     pub(crate) context: Arc<RequestContext>,
     pub(crate) requests: async_channel::Sender<Request>,
+    pub(crate) metrics: Arc<RequestMetrics>,
     pub(crate) config: Arc<SocketServerConfig>,
     pub(crate) shutdown: watch::Receiver<bool>,
     pub(crate) slot: ConnectionSlot,
@@ -152,7 +154,12 @@ impl ConnectionHandler {
         let (pending_tx, pending_rx) =
             mpsc::channel(self.config.max_in_flight_per_connection.max(1));
         let closed = Arc::new(Notify::new());
-        let writer = tokio::spawn(write_loop(write_half, pending_rx, Arc::clone(&closed)));
+        let writer = tokio::spawn(write_loop(
+            write_half,
+            pending_rx,
+            Arc::clone(&closed),
+            Arc::clone(&self.metrics),
+        ));
         let mut reader = FrameReader {
             half: read_half,
             buffer: BytesMut::new(),
@@ -243,13 +250,16 @@ impl ConnectionHandler {
                 .send(Pending::Waiting(rx))
                 .await
                 .map_err(|_| "writer gone")?;
+            let received_at = Instant::now();
+            let times = RequestTimes::new(header.api_key, received_at);
             let request = Request {
                 context: Arc::clone(&self.context),
                 header,
                 body,
-                received_at: Instant::now(),
+                received_at,
                 responder: Responder {
                     sender: tx,
+                    times,
                     _permit: permit,
                     _memory: memory,
                 },
@@ -274,13 +284,18 @@ async fn write_loop(
     mut writer: ResponseWriter,
     mut pending: mpsc::Receiver<Pending>,
     closed: Arc<Notify>,
+    metrics: Arc<RequestMetrics>,
 ) {
     while let Some(slot) = pending.recv().await {
-        let response = match slot {
-            Pending::Ready(response) => response,
+        let (response, times) = match slot {
+            Pending::Ready(response) => (response, None),
             // A dropped responder means the handler failed: close rather than hang.
-            Pending::Waiting(rx) => rx.await.unwrap_or(Response::Close),
+            Pending::Waiting(rx) => match rx.await {
+                Ok((response, times)) => (response, Some(times)),
+                Err(_) => (Response::Close, None),
+            },
         };
+        let send_started = Instant::now();
         let result = match response {
             Response::Send(send) => write_response(&mut writer, send).await,
             Response::NoResponse => Ok(()),
@@ -288,6 +303,9 @@ async fn write_loop(
         };
         if result.is_err() {
             break;
+        }
+        if let Some(times) = times {
+            metrics.record(&times, send_started, Instant::now());
         }
     }
     closed.notify_one();

@@ -16,6 +16,7 @@ mod frame;
 mod handler_pool;
 mod memory_pool;
 mod request_channel;
+mod request_metrics;
 mod send;
 mod socket_server;
 pub mod tls;
@@ -27,4 +28,15 @@ pub use request_channel::{
     FileRegion, Request, RequestChannel, RequestContext, Responder, Response, ResponseChunk,
     ResponseSend, Session,
 };
+pub use request_metrics::{
+    HistogramSnapshot, LATENCY_BUCKETS_SECONDS, PHASES, RequestMetrics, RequestTimes,
+};
 pub use socket_server::{BoundListener, SocketServer};
+
+/// The processors' request-header parser ([`frame`]'s `parse_header`): the header and
+/// the still-encoded body of a frame (after its size prefix), `None` when the frame is
+/// refused. Public for the fuzz targets in `fuzz/`.
+#[doc(hidden)]
+pub fn parse_request_header(frame: bytes::BytesMut) -> Option<(RequestHeader, bytes::Bytes)> {
+    frame::parse_header(frame).ok()
+}

@@ -3,6 +3,7 @@
 use std::any::Any;
 use std::fs::File;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -11,6 +12,7 @@ use tokio::sync::{OwnedSemaphorePermit, oneshot};
 
 use crate::frame::RequestHeader;
 use crate::memory_pool::MemoryGrant;
+use crate::request_metrics::{RequestMetrics, RequestTimes};
 
 /// What a handler knows about the connection a request came from.
 #[derive(Debug)]
@@ -127,7 +129,9 @@ pub struct Request {
 /// one client (say, produce requests for one partition) are handled in the order sent.
 #[derive(Debug)]
 pub struct Responder {
-    pub(crate) sender: oneshot::Sender<Response>,
+    pub(crate) sender: oneshot::Sender<(Response, RequestTimes)>,
+    /// When the request was read, dequeued, handled and answered (Kafka's RequestMetrics).
+    pub(crate) times: RequestTimes,
     pub(crate) _permit: OwnedSemaphorePermit,
     /// The request's bytes in the `queued.max.request.bytes` pool, held until answered.
     pub(crate) _memory: Option<MemoryGrant>,
@@ -135,8 +139,15 @@ pub struct Responder {
 
 impl Responder {
     /// Hands the response to the connection; false if the connection is already gone.
-    pub fn send(self, response: Response) -> bool {
-        self.sender.send(response).is_ok()
+    pub fn send(mut self, response: Response) -> bool {
+        self.times.responded = Some(Instant::now());
+        self.sender.send((response, self.times)).is_ok()
+    }
+
+    /// The handler returned without answering: from here the request waits in a
+    /// purgatory (Kafka's remote time).
+    pub fn mark_handled(&mut self) {
+        self.times.handled.get_or_insert_with(Instant::now);
     }
 }
 
@@ -226,12 +237,31 @@ impl ResponseSend {
 pub struct RequestChannel {
     sender: async_channel::Sender<Request>,
     receiver: async_channel::Receiver<Request>,
+    metrics: Arc<RequestMetrics>,
+    /// Nanoseconds handler threads spent waiting in [`RequestChannel::receive`].
+    idle_nanos: Arc<AtomicU64>,
 }
 
 impl RequestChannel {
     pub fn new(queued_max_requests: usize) -> Self {
         let (sender, receiver) = async_channel::bounded(queued_max_requests.max(1));
-        Self { sender, receiver }
+        Self {
+            sender,
+            receiver,
+            metrics: Arc::new(RequestMetrics::new()),
+            idle_nanos: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// Seconds the handler threads have spent waiting for a request, summed over threads
+    /// (Kafka's RequestHandlerAvgIdlePercent, as a counter).
+    pub fn handler_idle_seconds(&self) -> f64 {
+        self.idle_nanos.load(Ordering::Relaxed) as f64 / 1e9
+    }
+
+    /// The time histograms of the requests through this channel.
+    pub fn metrics(&self) -> Arc<RequestMetrics> {
+        Arc::clone(&self.metrics)
     }
 
     pub(crate) fn sender(&self) -> async_channel::Sender<Request> {
@@ -241,7 +271,13 @@ impl RequestChannel {
     /// Blocks the calling (handler) thread until a request arrives; `None` once closed and
     /// drained.
     pub fn receive(&self) -> Option<Request> {
-        self.receiver.recv_blocking().ok()
+        let waiting = Instant::now();
+        let received = self.receiver.recv_blocking();
+        let idle = u64::try_from(waiting.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.idle_nanos.fetch_add(idle, Ordering::Relaxed);
+        let mut request = received.ok()?;
+        request.responder.times.dequeued = Some(Instant::now());
+        Some(request)
     }
 
     /// Requests waiting for a handler.

@@ -20,6 +20,7 @@ use crate::connection_quotas::{ConnectionQuotas, ConnectionSlot};
 use crate::creation_rate::ConnectionCreationRate;
 use crate::memory_pool::MemoryPool;
 use crate::request_channel::{RequestChannel, RequestContext, Session};
+use crate::request_metrics::RequestMetrics;
 
 /// Kafka's principal for a connection that did not authenticate.
 const ANONYMOUS: &str = "User:ANONYMOUS";
@@ -115,6 +116,7 @@ impl SocketServer {
                 id,
                 config: Arc::clone(&config),
                 requests: channel.sender(),
+                metrics: channel.metrics(),
                 shutdown: shutdown_rx.clone(),
                 next_connection_id: Arc::clone(&next_connection_id),
                 pool: pool.clone(),
@@ -275,6 +277,7 @@ struct Processor {
     id: usize,
     config: Arc<SocketServerConfig>,
     requests: async_channel::Sender<crate::request_channel::Request>,
+    metrics: Arc<RequestMetrics>,
     shutdown: watch::Receiver<bool>,
     next_connection_id: Arc<AtomicU64>,
     pool: MemoryPool,
@@ -311,6 +314,7 @@ impl Processor {
                                 },
                             }),
                             requests: self.requests.clone(),
+                            metrics: Arc::clone(&self.metrics),
                             config: Arc::clone(&self.config),
                             shutdown: self.shutdown.clone(),
                             slot: new.slot,

@@ -6,6 +6,8 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 
+use kafkars_record::{LOG_OVERHEAD, RECORD_BATCH_OVERHEAD};
+
 /// Kafka's UNKNOWN_OFFSET for a segment base or position that is not known.
 pub const UNKNOWN_OFFSET: i64 = -1;
 
@@ -71,6 +73,30 @@ impl FileSlice {
         let mut buf = vec![0u8; self.size as usize];
         self.file.read_exact_at(&mut buf, self.position)?;
         Ok(buf)
+    }
+
+    /// Records in the whole batches of the slice, from their headers alone (a batch cut
+    /// short by the slice's end is not counted: the client drops it too).
+    pub fn count_records(&self) -> io::Result<u64> {
+        let end = self.position + u64::from(self.size);
+        let mut position = self.position;
+        let mut records = 0u64;
+        let mut header = [0u8; RECORD_BATCH_OVERHEAD];
+        while position + RECORD_BATCH_OVERHEAD as u64 <= end {
+            self.file.read_exact_at(&mut header, position)?;
+            let length = i32::from_be_bytes([header[8], header[9], header[10], header[11]]);
+            let Ok(length) = u64::try_from(length) else {
+                break;
+            };
+            let batch_end = position + LOG_OVERHEAD as u64 + length;
+            if length < (RECORD_BATCH_OVERHEAD - LOG_OVERHEAD) as u64 || batch_end > end {
+                break;
+            }
+            let count = i32::from_be_bytes([header[57], header[58], header[59], header[60]]);
+            records += u64::try_from(count).unwrap_or(0);
+            position = batch_end;
+        }
+        Ok(records)
     }
 }
 
