@@ -340,3 +340,47 @@ def test_transaction_log_decoded_by_dump_log_and_the_console_consumer(
     mine = [json.loads(line) for line in read.stdout.splitlines() if txn_id in line]
     assert mine and mine[-1]["key"]["data"]["transactionalId"] == txn_id, read.output
     assert mine[-1]["value"]["data"]["producerId"] >= 0
+
+
+def test_consumer_groups_with_a_live_member(broker: Broker, topic: str) -> None:
+    b = ["-b", broker.bootstrap_servers]
+    run(topics.main, *b, "--create", "--topic", topic, "--partitions", "2")
+    group = f"live-{uuid.uuid4().hex[:8]}"
+    g = ["--group", group]
+    member = Consumer(
+        {"bootstrap.servers": broker.bootstrap_servers, "group.id": group, "client.id": "tester"}
+    )
+    try:
+        member.subscribe([topic])
+        deadline = time.monotonic() + 30
+        while not member.assignment() and time.monotonic() < deadline:
+            member.poll(0.2)
+        assert len(member.assignment()) == 2
+        member.commit(offsets=[TopicPartition(topic, 0, 0)], asynchronous=False)
+
+        members = run(consumer_groups.main, *b, "--describe", *g, "--members", "--verbose")
+        header, row = members.stdout.splitlines()
+        assert header.split() == [
+            "GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT",
+        ]  # fmt: skip
+        assert row.split()[3:] == ["tester", "2", f"{topic}(0,1)"]
+        offsets = run(consumer_groups.main, *b, "--describe", *g)
+        rows = [line.split() for line in offsets.stdout.splitlines() if line.startswith(group)]
+        assert [r[2:6] + r[-1:] for r in rows] == [
+            ["0", "0", "0", "0", "tester"],
+            ["1", "-", "0", "-", "tester"],
+        ]
+        state = run(consumer_groups.main, *b, "--describe", *g, "--state")
+        assert state.stdout.splitlines()[1].split()[-2:] == ["Stable", "1"]
+
+        # What a live group refuses: each one line and exit code 1.
+        reset = run(consumer_groups.main, *b, "--reset-offsets", *g, "--topic", topic,
+                    "--to-earliest", "--execute")  # fmt: skip
+        assert reset.exit_code == 1
+        assert "can only be reset if the group" in reset.stderr and "Stable" in reset.stderr
+        kept = run(consumer_groups.main, *b, "--delete-offsets", *g, "--topic", topic)
+        assert kept.exit_code == 1 and "GROUP_SUBSCRIBED_TO_TOPIC" in kept.stdout
+        busy = run(consumer_groups.main, *b, "--delete", *g)
+        assert busy.exit_code == 1 and "NON_EMPTY_GROUP" in busy.stderr
+    finally:
+        member.close()

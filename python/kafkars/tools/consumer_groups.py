@@ -517,6 +517,13 @@ def _reset(
         return
     if not targets:
         return
+    # As Kafka's tool: a live member would overwrite the reset with its next commit.
+    state = _state_name(_describe_group(opts, admin, group_id).state)
+    if state not in ("Empty", "Dead"):
+        raise click.ClickException(
+            f"Assignments can only be reset if the group '{group_id}' is inactive, but the "
+            f"current state is {state}."
+        )
     request = [ConsumerGroupTopicPartitions(group_id, targets)]
     try:
         opts.result(admin.alter_consumer_group_offsets(request)[group_id])
