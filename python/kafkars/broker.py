@@ -4,11 +4,13 @@
         producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
 
 `Broker(process=True)` runs it as a child process instead (its own GIL; what the
-end-to-end tests use), stopped with SIGTERM so it shuts down cleanly.
+end-to-end tests use), stopped with SIGTERM so it shuts down cleanly. In asyncio code,
+`async with kafkars.Broker() as broker:` starts and stops it without blocking the loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -147,6 +149,19 @@ class Broker:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+    async def __aenter__(self) -> Broker:
+        # Start-up and shutdown block (threads joined, files flushed); the event loop
+        # keeps running while a worker thread does them.
+        return await asyncio.to_thread(self.start)
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await asyncio.to_thread(self.stop)
 
 
 def _render(value: Any) -> str:
