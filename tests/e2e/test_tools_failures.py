@@ -182,6 +182,9 @@ def test_greedy_options_take_every_value_up_to_the_next_option() -> None:
         "--producer-props", "c=3", "--producer-props", "x",
     ]  # fmt: skip
     assert client.expand_greedy(["--topic", "a", "b"], greedy) == ["--topic", "a", "b"]
+    assert client.expand_greedy(["--producer-props=a=1", "b=2"], greedy) == [
+        "--producer-props=a=1", "--producer-props", "b=2",
+    ]  # fmt: skip
 
 
 def test_bootstrap_addresses() -> None:

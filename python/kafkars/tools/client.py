@@ -83,7 +83,8 @@ def expand_greedy(args: Sequence[str], greedy: frozenset[str]) -> list[str]:
     current: str | None = None
     for arg in args:
         if arg.startswith("-"):
-            current = arg if arg in greedy else None
+            name = arg.split("=", 1)[0]  # `--opt=a b` too
+            current = name if name in greedy else None
             out.append(arg)
         elif current is not None and out[-1] != current:
             out += [current, arg]
