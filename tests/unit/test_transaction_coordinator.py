@@ -281,3 +281,21 @@ def test_a_failed_marker_write_is_retried() -> None:
     assert c.handle_end_transaction("tx", pid, epoch, commit=True) is Errors.NONE
     assert markers.written == [(pid, epoch, True, [("a", 0)])]
     assert c.get("tx").state is S.COMPLETE_COMMIT  # type: ignore[union-attr]
+
+
+def test_kip_360_resume_retry_and_fenced_resume() -> None:
+    c, _, time, _ = make()
+    pid, epoch = init(c)
+    # A producer resuming with its current id and epoch gets the next epoch...
+    resumed = c.handle_init_producer_id("tx", TIMEOUT, pid, epoch)
+    assert (resumed.error, resumed.producer_id, resumed.producer_epoch) == (Errors.NONE, pid, 1)
+    # ...and a retry of that request (its answer was lost) gets the same one again.
+    retried = c.handle_init_producer_id("tx", TIMEOUT, pid, epoch)
+    assert (retried.error, retried.producer_epoch) == (Errors.NONE, 1)
+    # A transaction aborted on its timeout fences the epoch for good.
+    c.handle_add_partitions("tx", pid, 1, [("a", 0)])
+    time.sleep(TIMEOUT + 1)
+    c.abort_timed_out_transactions()
+    assert c.handle_init_producer_id("tx", TIMEOUT, pid, 1).error is Errors.PRODUCER_FENCED
+    assert c.handle_init_producer_id("tx", TIMEOUT, pid + 1, 0).error is Errors.PRODUCER_FENCED
+    assert init(c) == (pid, 3)

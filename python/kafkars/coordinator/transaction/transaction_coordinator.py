@@ -222,6 +222,9 @@ class TransactionCoordinator:
         """Ongoing → PrepareEpochFence (epoch bumped) → PrepareAbort → CompleteAbort."""
         txn.transition_to(S.PREPARE_EPOCH_FENCE, self.time.milliseconds())
         txn.bump_epoch()
+        # As Kafka's prepareFenceProducerEpoch: the fenced epoch is not a retry's epoch,
+        # so the old instance resuming with it (KIP-360) is told PRODUCER_FENCED.
+        txn.last_producer_epoch = NO_PRODUCER_EPOCH
         self._prepare_and_complete(txn, commit=False)
 
     # -- AddPartitionsToTxn / AddOffsetsToTxn -------------------------------------------------
