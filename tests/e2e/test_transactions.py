@@ -397,3 +397,60 @@ def test_produce_outside_the_transaction_is_refused(broker: Broker, topic: str) 
         ]
     finally:
         conn.close()
+
+
+def test_newest_advertised_versions(broker: Broker, topic: str) -> None:
+    """The top of each advertised range works: InitProducerId v5, AddPartitionsToTxn v5
+    (the broker form with verify_only), EndTxn v5, and ApiVersions lists them."""
+    create_topic(broker, topic)
+    conn = Connection(broker)
+    try:
+        versions = {k["api_key"]: k["max_version"] for k in conn.call(18, 3, {})["api_keys"]}
+        assert versions[INIT_PRODUCER_ID] == 5 and versions[ADD_PARTITIONS_TO_TXN] == 5
+        assert versions[END_TXN] == 5 and versions[LIST_TRANSACTIONS] == 1
+        txn_id = f"v5-{topic}"
+        conn.call(FIND_COORDINATOR, 6, {"key_type": 1, "coordinator_keys": [txn_id]})
+        init = conn.call(
+            INIT_PRODUCER_ID, 5, {"transactional_id": txn_id, "transaction_timeout_ms": 60_000}
+        )
+        pid, epoch = init["producer_id"], init["producer_epoch"]
+
+        def add(verify_only: bool) -> int:
+            response = conn.call(
+                ADD_PARTITIONS_TO_TXN,
+                5,
+                {
+                    "transactions": [
+                        {
+                            "transactional_id": txn_id,
+                            "producer_id": pid,
+                            "producer_epoch": epoch,
+                            "verify_only": verify_only,
+                            "topics": [{"name": topic, "partitions": [0]}],
+                        }
+                    ]
+                },
+            )
+            result = response["results_by_transaction"][0]["topic_results"][0]
+            return int(result["results_by_partition"][0]["partition_error_code"])
+
+        assert add(verify_only=True) == INVALID_TXN_STATE  # not in the transaction yet
+        assert add(verify_only=False) == 0
+        assert add(verify_only=True) == 0
+        ended = conn.call(
+            END_TXN,
+            5,
+            {
+                "transactional_id": txn_id,
+                "producer_id": pid,
+                "producer_epoch": epoch,
+                "committed": True,
+            },
+        )
+        assert (ended["error_code"], ended["producer_id"], ended["producer_epoch"]) == (
+            0,
+            pid,
+            epoch,
+        )
+    finally:
+        conn.close()
