@@ -10,15 +10,19 @@ the user can fix exits 1 with `Error: <what, and where>`.
 
 from __future__ import annotations
 
+import base64
 import concurrent.futures
 import contextlib
+import hashlib
+import hmac
 import logging
 import os
 import socket
+import ssl
 import struct
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from typing import Any
 
 import click
@@ -217,7 +221,7 @@ def _quiet(bootstrap: str, extra: dict[str, Any] | None) -> dict[str, Any]:
         "logger": _LIBRDKAFKA_LOG,
         "log.connection.close": False,
         "error_cb": ErrorSink(),
-        **(extra or {}),
+        **librdkafka_config(extra or {}),
     }
 
 
@@ -272,30 +276,48 @@ def config_source(entry: Any) -> int:
 
 
 # -- the wire protocol, for the APIs confluent-kafka does not expose ----------------------------
-class WireClient:
-    """One plaintext connection speaking Kafka requests through kafkars' own codec
-    (`kafkars._core.protocol`): DescribeClientQuotas, AlterClientQuotas, OffsetDelete have
-    no confluent-kafka call."""
+_SASL_HANDSHAKE, _SASL_AUTHENTICATE = 17, 36
 
-    def __init__(self, host: str, port: int, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+
+class WireClient:
+    """One connection speaking Kafka requests through kafkars' own codec
+    (`kafkars._core.protocol`): DescribeClientQuotas, AlterClientQuotas, OffsetDelete and
+    the cluster-wide broker default have no confluent-kafka call. It takes the client
+    settings a tool's properties file gives: `security.protocol` PLAINTEXT, SSL,
+    SASL_PLAINTEXT or SASL_SSL; `sasl.mechanism` PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512
+    with `sasl.username`/`sasl.password` (or Java's `sasl.jaas.config`); `ssl.ca.location`,
+    `ssl.certificate.location`, `ssl.key.location`, `ssl.key.password`,
+    `enable.ssl.certificate.verification` and `ssl.endpoint.identification.algorithm`."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        config: dict[str, str] | None = None,
+    ) -> None:
+        config = config or {}
+        protocol = config.get("security.protocol", "PLAINTEXT").upper()
+        if protocol not in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
+            raise click.ClickException(f"unknown security.protocol {protocol}")
         try:
-            self.sock = socket.create_connection((host, port), timeout=timeout_s)
+            sock = socket.create_connection((host, port), timeout=timeout_s)
         except OSError as e:
             raise click.ClickException(f"cannot connect to {host}:{port}: {e}") from None
+        self.sock: socket.socket = sock
         self.correlation = 0
+        if protocol in ("SSL", "SASL_SSL"):
+            self.sock = _tls_context(config).wrap_socket(sock, server_hostname=host)
+        if protocol.startswith("SASL_"):
+            self._authenticate(config)
 
     @classmethod
     def connect(
         cls, bootstrap: str, config: dict[str, str], timeout_s: float = DEFAULT_TIMEOUT_S
     ) -> WireClient:
-        protocol = config.get("security.protocol", "PLAINTEXT").upper()
-        if protocol != "PLAINTEXT":
-            raise click.ClickException(
-                f"this command speaks PLAINTEXT only, not security.protocol={protocol}"
-            )
         check_reachable(bootstrap, timeout_s)
         host, port = bootstrap_addresses(bootstrap)[0]
-        return cls(host, port, timeout_s)
+        return cls(host, port, timeout_s, config)
 
     def call(self, api_key: int, version: int, body: dict[str, Any]) -> dict[str, Any]:
         from kafkars import _core
@@ -322,5 +344,127 @@ class WireClient:
             out += chunk
         return out
 
+    def _authenticate(self, config: dict[str, str]) -> None:
+        mechanism = config.get("sasl.mechanism", config.get("sasl.mechanisms", "GSSAPI")).upper()
+        user, password = sasl_credentials(config)
+        if mechanism == "PLAIN":
+            exchange: Any = iter([f"\0{user}\0{password}".encode()])
+        elif mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+            exchange = ScramClient(mechanism, user, password)
+        else:
+            raise click.ClickException(f"sasl.mechanism {mechanism} is not supported here")
+        shake = self.call(_SASL_HANDSHAKE, 1, {"mechanism": mechanism})
+        if shake["error_code"]:
+            raise click.ClickException(
+                f"the broker does not take SASL {mechanism} (it takes "
+                f"{', '.join(shake['mechanisms'] or [])})"
+            )
+        token = next(exchange)
+        while token is not None:
+            reply = self.call(_SASL_AUTHENTICATE, 1, {"auth_bytes": token})
+            if reply["error_code"]:
+                raise click.ClickException(
+                    f"SASL authentication failed: {reply['error_message'] or 'refused'}"
+                )
+            token = exchange.send(reply["auth_bytes"]) if hasattr(exchange, "send") else None
+
     def close(self) -> None:
         self.sock.close()
+
+
+def sasl_credentials(config: dict[str, Any]) -> tuple[str, str]:
+    """`sasl.username`/`sasl.password` (librdkafka's), else those of Java's
+    `sasl.jaas.config` (`... required username="u" password="p";`)."""
+    if "sasl.username" in config:
+        return config["sasl.username"], config.get("sasl.password", "")
+    if "sasl.jaas.config" in config:
+        from kafkars.config.definition import ConfigException
+        from kafkars.security.jaas import parse_jaas_config
+
+        try:
+            options = parse_jaas_config(config["sasl.jaas.config"]).options
+        except ConfigException as e:
+            raise click.ClickException(str(e)) from None
+        if "username" in options:
+            return options["username"], options.get("password", "")
+    raise click.ClickException("SASL needs sasl.username and sasl.password (or sasl.jaas.config)")
+
+
+def librdkafka_config(config: dict[str, Any]) -> dict[str, Any]:
+    """A properties file written for Kafka's Java tools, as librdkafka takes it: the
+    JAAS login becomes `sasl.username`/`sasl.password`, a PEM truststore `ssl.ca.location`;
+    other Java-only settings are dropped rather than refused."""
+    out = dict(config)
+    if "sasl.jaas.config" in out:
+        if "sasl.username" not in out:
+            out["sasl.username"], out["sasl.password"] = sasl_credentials(out)
+        del out["sasl.jaas.config"]
+    if out.get("ssl.truststore.type", "").upper() == "PEM" and "ssl.truststore.location" in out:
+        out.setdefault("ssl.ca.location", out["ssl.truststore.location"])
+    for key in ("ssl.truststore.location", "ssl.truststore.type", "ssl.truststore.password"):
+        out.pop(key, None)
+    return out
+
+
+def _tls_context(config: dict[str, str]) -> ssl.SSLContext:
+    context = ssl.create_default_context(cafile=config.get("ssl.ca.location"))
+    if config.get("enable.ssl.certificate.verification", "true").lower() == "false":
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    elif config.get("ssl.endpoint.identification.algorithm", "https").lower() in ("", "none"):
+        context.check_hostname = False
+    if "ssl.certificate.location" in config:
+        context.load_cert_chain(
+            config["ssl.certificate.location"],
+            config.get("ssl.key.location"),
+            config.get("ssl.key.password"),
+        )
+    return context
+
+
+class ScramClient:
+    """The client side of SCRAM (RFC 5802, RFC 7677) as a generator: it yields each
+    message to send and is sent each server reply; the last reply is verified."""
+
+    def __init__(self, mechanism: str, user: str, password: str) -> None:
+        self.hash = "sha256" if mechanism.endswith("256") else "sha512"
+        self.user, self.password = user, password
+        self._steps = self._run()
+
+    def __iter__(self) -> ScramClient:
+        return self
+
+    def __next__(self) -> bytes | None:
+        return next(self._steps)
+
+    def send(self, reply: bytes) -> bytes | None:
+        return self._steps.send(reply)
+
+    def _hmac(self, key: bytes, data: bytes) -> bytes:
+        return hmac.new(key, data, self.hash).digest()
+
+    def _run(self) -> Generator[bytes | None, bytes, None]:
+        name = self.user.replace("=", "=3D").replace(",", "=2C")
+        nonce = base64.b64encode(os.urandom(24)).decode()
+        first_bare = f"n={name},r={nonce}"
+        server_first = (yield f"n,,{first_bare}".encode()).decode()
+        fields = dict(item.split("=", 1) for item in server_first.split(",") if "=" in item)
+        if "e" in fields:
+            raise click.ClickException(f"SASL authentication failed: {fields['e']}")
+        if not fields.get("r", "").startswith(nonce):
+            raise click.ClickException("SASL authentication failed: the server's nonce is wrong")
+        salted = hashlib.pbkdf2_hmac(
+            self.hash, self.password.encode(), base64.b64decode(fields["s"]), int(fields["i"])
+        )
+        client_key = self._hmac(salted, b"Client Key")
+        stored_key = hashlib.new(self.hash, client_key).digest()
+        without_proof = f"c=biws,r={fields['r']}"
+        auth_message = f"{first_bare},{server_first},{without_proof}".encode()
+        signature = self._hmac(stored_key, auth_message)
+        proof = bytes(a ^ b for a, b in zip(client_key, signature, strict=True))
+        final = f"{without_proof},p={base64.b64encode(proof).decode()}"
+        server_final = (yield final.encode()).decode()
+        expected = self._hmac(self._hmac(salted, b"Server Key"), auth_message)
+        if server_final != f"v={base64.b64encode(expected).decode()}":
+            raise click.ClickException("SASL authentication failed: the server's proof is wrong")
+        yield None

@@ -554,7 +554,7 @@ def _delete_offsets(
         ],
     }
     coordinator = described.coordinator
-    wire = client.WireClient(coordinator.host, coordinator.port, opts.timeout_s)
+    wire = client.WireClient(coordinator.host, coordinator.port, opts.timeout_s, opts.properties)
     try:
         response = wire.call(_OFFSET_DELETE, 0, body)
     finally:
