@@ -119,7 +119,7 @@ def test_confluent_commit_and_abort(broker: Broker, topic: str) -> None:
 
 
 def test_kafka_python_commit_and_abort(broker: Broker, topic: str) -> None:
-    from kafka import KafkaProducer
+    from kafka import KafkaConsumer, KafkaProducer
 
     create_topic(broker, topic)
     committed, aborted = committed_and_aborted_values("kp")
@@ -136,6 +136,17 @@ def test_kafka_python_commit_and_abort(broker: Broker, topic: str) -> None:
     p.abort_transaction()
     p.close()
     assert read_values(broker, topic, "read_committed", len(committed)) == committed
+
+    # kafka-python's own read_committed consumer skips the aborted batch too.
+    consumer = KafkaConsumer(
+        topic,
+        bootstrap_servers=broker.bootstrap_servers,
+        isolation_level="read_committed",
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=3000,
+    )
+    assert [m.value for m in consumer] == committed
+    consumer.close()
 
 
 def test_aiokafka_commit_and_abort(broker: Broker, topic: str) -> None:
