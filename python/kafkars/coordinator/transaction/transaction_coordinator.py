@@ -123,7 +123,11 @@ class TransactionCoordinator:
                 self._threads.append(thread)
 
     def shutdown(self) -> None:
+        """Stops the background tasks, waiting for one that is writing markers, so the
+        logs close after it."""
         self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=30)
 
     def _loop(self, interval_ms: int, task: Callable[[], int]) -> None:
         while not self._stop.wait(interval_ms / 1000):
