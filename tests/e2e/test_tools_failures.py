@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import click
 import pytest
 
 from kafkars import __version__
+from kafkars.broker import Broker
 from kafkars.tools import client, consumer_groups
 
 TOOLS = (
@@ -207,3 +209,34 @@ def test_reset_offsets_time_formats() -> None:
     assert consumer_groups.parse_datetime("2026-01-31T13:00:00+01:00") == 1769860800000
     with pytest.raises(click.BadParameter):
         consumer_groups.parse_datetime("yesterday")
+
+
+def test_console_consumer_stops_when_the_broker_goes_away(
+    make_broker: Callable[..., Broker], topic: str
+) -> None:
+    broker = make_broker()
+    address = broker.bootstrap_servers
+    created = subprocess.run(
+        [sys.executable, "-m", "kafkars.tools.topics", "-b", address, "--create",
+         "--topic", topic, "--partitions", "1"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert created.returncode == 0, created.stderr
+    reading = subprocess.Popen(
+        [sys.executable, "-m", "kafkars.tools.console_consumer", "-b", address,
+         "--topic", topic],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        time.sleep(3)  # assigned and fetching
+        assert reading.poll() is None
+        broker.kill()
+        started = time.monotonic()
+        _, stderr = reading.communicate(timeout=30)
+        assert 9 < time.monotonic() - started < 20
+    finally:
+        reading.kill()
+    assert reading.returncode == 1
+    assert stderr.splitlines() == [
+        f"Error: lost bootstrap server {address}: no broker answered for 10 s"
+    ], stderr

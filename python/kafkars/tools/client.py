@@ -201,18 +201,33 @@ def check_reachable(bootstrap: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> Non
 
 
 class ErrorSink:
-    """librdkafka's `error_cb`: keeps the last error so a polling loop can stop on it."""
+    """librdkafka's `error_cb`: keeps the last error, and when every broker went down, so
+    a polling loop can stop once none has come back for `grace_s` (a restart is fine)."""
 
-    def __init__(self) -> None:
+    def __init__(self, grace_s: float = DEFAULT_TIMEOUT_S) -> None:
         self.last: Any = None
+        self.grace_s = grace_s
+        self.down_since: float | None = None
 
     def __call__(self, err: Any) -> None:
-        self.last = err
-
-    def all_brokers_down(self) -> bool:
         from confluent_kafka import KafkaError
 
-        return self.last is not None and self.last.code() == KafkaError._ALL_BROKERS_DOWN
+        self.last = err
+        if err.code() == KafkaError._ALL_BROKERS_DOWN and self.down_since is None:
+            self.down_since = time.monotonic()
+
+    def check(self) -> None:
+        """Stops the tool, with one line, once no broker has answered for `grace_s`."""
+        if self.down_since is None or time.monotonic() - self.down_since < self.grace_s:
+            return
+        if _bootstrap:
+            try:
+                check_reachable(_bootstrap[-1], 1.0)
+                self.down_since = None  # back (librdkafka says so only by working again)
+                return
+            except click.ClickException:
+                pass
+        raise click.ClickException(f"lost {_broker()}: no broker answered for {self.grace_s:g} s")
 
 
 def _quiet(bootstrap: str, extra: dict[str, Any] | None) -> dict[str, Any]:

@@ -335,8 +335,8 @@ def consume(
     last = time.monotonic()
     while max_messages is None or count < max_messages:
         msg = consumer.poll(0.2)
-        if errors is not None and errors.all_brokers_down():
-            raise click.ClickException(f"lost the broker: {client.describe_error(errors.last)}")
+        if errors is not None:
+            errors.check()
         if msg is None:
             if timeout_ms is not None and (time.monotonic() - last) * 1000 >= timeout_ms:
                 break

@@ -136,17 +136,12 @@ def produce_lines(
                 break
             except BufferError:  # the local queue is full: let deliveries drain it
                 producer.poll(0.1)
-                _check(errors)
+                errors.check()
         producer.flush() if sync else producer.poll(0)
-        _check(errors)
+        errors.check()
     while producer.flush(0.5):
-        _check(errors)
+        errors.check()
     return report
-
-
-def _check(errors: client.ErrorSink) -> None:
-    if errors.all_brokers_down():
-        raise click.ClickException(f"lost the broker: {client.describe_error(errors.last)}")
 
 
 if __name__ == "__main__":  # pragma: no cover

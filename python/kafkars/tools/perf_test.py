@@ -154,10 +154,7 @@ def producer(
                 break
             except BufferError:
                 p.poll(0.01)
-                if errors.all_brokers_down():
-                    raise click.ClickException(
-                        f"lost the broker: {client.describe_error(errors.last)}"
-                    ) from None
+                errors.check()
         p.poll(0)
         if (line := stats.window_line()) is not None:
             click.echo(line)
@@ -165,7 +162,8 @@ def producer(
             ahead = (i + 1) / throughput - (time.monotonic() - stats.start)
             if ahead > 0:
                 time.sleep(ahead)
-    p.flush()
+    while p.flush(0.5):
+        errors.check()
     click.echo(stats.final_line())
     if stats.errors:
         raise click.ClickException(f"{stats.errors} record(s) failed")
