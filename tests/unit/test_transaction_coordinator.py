@@ -299,3 +299,23 @@ def test_kip_360_resume_retry_and_fenced_resume() -> None:
     assert c.handle_init_producer_id("tx", TIMEOUT, pid, 1).error is Errors.PRODUCER_FENCED
     assert c.handle_init_producer_id("tx", TIMEOUT, pid + 1, 0).error is Errors.PRODUCER_FENCED
     assert init(c) == (pid, 3)
+
+
+def test_a_failed_append_undoes_the_transition() -> None:
+    c, _, _, store = make()
+    pid, epoch = init(c)
+
+    def broken(txn: TransactionMetadata) -> None:
+        raise OSError("log offline")
+
+    working = store.store
+    store.store = broken  # type: ignore[method-assign]
+    with pytest.raises(OSError):
+        c.handle_add_partitions("tx", pid, epoch, [("a", 0)])
+    txn = c.get("tx")
+    assert txn is not None and txn.state is S.EMPTY and txn.partitions == set()
+    with pytest.raises(OSError):
+        c.handle_init_producer_id("tx", TIMEOUT)
+    assert txn.producer_epoch == epoch
+    store.store = working  # type: ignore[method-assign]
+    assert c.handle_add_partitions("tx", pid, epoch, [("a", 0)]) is Errors.NONE

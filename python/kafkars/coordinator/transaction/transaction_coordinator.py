@@ -145,8 +145,15 @@ class TransactionCoordinator:
         with self._txns_lock:
             return list(self._txns.values())
 
-    def _store(self, txn: TransactionMetadata) -> None:
-        self.store.store(txn)
+    def _store(self, txn: TransactionMetadata, before: dict[str, object]) -> None:
+        """Persists `txn`'s new state; if the append fails the transition is undone, so
+        memory never runs ahead of the log (Kafka completes a transition only after its
+        append)."""
+        try:
+            self.store.store(txn)
+        except BaseException:
+            txn.restore(before)
+            raise
 
     # -- InitProducerId ---------------------------------------------------------------------
     def handle_init_producer_id(
@@ -205,6 +212,7 @@ class TransactionCoordinator:
                 )
                 self._fence_and_abort(txn)
                 return InitProducerIdResult(Errors.CONCURRENT_TRANSACTIONS)
+            before = txn.snapshot()
             retry = (
                 expected_producer_id == txn.producer_id
                 and expected_producer_epoch == txn.last_producer_epoch
@@ -219,17 +227,18 @@ class TransactionCoordinator:
                     txn.bump_epoch()
             txn.txn_timeout_ms = transaction_timeout_ms
             txn.transition_to(S.EMPTY, now)
-            self._store(txn)
+            self._store(txn, before)
             return InitProducerIdResult(Errors.NONE, txn.producer_id, txn.producer_epoch)
 
     def _fence_and_abort(self, txn: TransactionMetadata) -> None:
         """Ongoing → PrepareEpochFence (epoch bumped) → PrepareAbort → CompleteAbort."""
+        before = txn.snapshot()
         txn.transition_to(S.PREPARE_EPOCH_FENCE, self.time.milliseconds())
         txn.bump_epoch()
         # As Kafka's prepareFenceProducerEpoch: the fenced epoch is not a retry's epoch,
         # so the old instance resuming with it (KIP-360) is told PRODUCER_FENCED.
         txn.last_producer_epoch = NO_PRODUCER_EPOCH
-        self._prepare_and_complete(txn, commit=False)
+        self._prepare_and_complete(txn, commit=False, before=before)
 
     # -- AddPartitionsToTxn / AddOffsetsToTxn -------------------------------------------------
     def _check_producer(self, txn: TransactionMetadata | None, pid: int, epoch: int) -> Errors:
@@ -261,9 +270,10 @@ class TransactionCoordinator:
                 return Errors.CONCURRENT_TRANSACTIONS
             if txn.state is S.ONGOING and wanted <= txn.partitions:
                 return Errors.NONE
+            before = txn.snapshot()
             txn.transition_to(S.ONGOING, self.time.milliseconds())
             txn.partitions |= wanted
-            self._store(txn)
+            self._store(txn, before)
             return Errors.NONE
 
     def verify_partitions(
@@ -336,9 +346,12 @@ class TransactionCoordinator:
                 return Errors.NONE
             return Errors.INVALID_TXN_STATE  # Empty: nothing to end
 
-    def _prepare_and_complete(self, txn: TransactionMetadata, *, commit: bool) -> None:
+    def _prepare_and_complete(
+        self, txn: TransactionMetadata, *, commit: bool, before: dict[str, object] | None = None
+    ) -> None:
+        before = before or txn.snapshot()
         txn.transition_to(S.PREPARE_COMMIT if commit else S.PREPARE_ABORT, self.time.milliseconds())
-        self._store(txn)
+        self._store(txn, before)
         self._complete(txn, commit=commit)
 
     def _complete(self, txn: TransactionMetadata, *, commit: bool) -> None:
@@ -348,10 +361,11 @@ class TransactionCoordinator:
         partitions = sorted(txn.partitions)
         if partitions:
             self.write_markers(txn.producer_id, txn.producer_epoch, commit, partitions)
+        before = txn.snapshot()
         txn.transition_to(
             S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT, self.time.milliseconds()
         )
-        self._store(txn)
+        self._store(txn, before)
         log.debug(
             "%s transaction of %s (producer %s epoch %s) on %d partition(s)",
             "Committed" if commit else "Aborted",
@@ -406,8 +420,8 @@ class TransactionCoordinator:
                     continue
                 if txn.txn_last_update_timestamp + self.config.transactional_id_expiration_ms > now:
                     continue
+                self.store.remove(txn.transactional_id)  # the tombstone first
                 txn.transition_to(S.DEAD, now)
-                self.store.remove(txn.transactional_id)
                 with self._txns_lock:
                     if self._txns.get(txn.transactional_id) is txn:
                         del self._txns[txn.transactional_id]

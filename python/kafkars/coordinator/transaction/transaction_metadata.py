@@ -108,6 +108,25 @@ class TransactionMetadata:
         self.state = target
         self.txn_last_update_timestamp = now_ms
 
+    def snapshot(self) -> dict[str, object]:
+        """The mutable fields, for `restore` when storing a transition fails."""
+        fields = (
+            "producer_id",
+            "producer_epoch",
+            "last_producer_epoch",
+            "txn_timeout_ms",
+            "state",
+            "txn_start_timestamp",
+            "txn_last_update_timestamp",
+        )
+        out: dict[str, object] = {f: getattr(self, f) for f in fields}
+        out["partitions"] = set(self.partitions)
+        return out
+
+    def restore(self, snapshot: dict[str, object]) -> None:
+        for name, value in snapshot.items():
+            setattr(self, name, value)
+
     def bump_epoch(self) -> None:
         """The next epoch (InitProducerId, fencing); the caller replaces an exhausted id."""
         self.last_producer_epoch = self.producer_epoch
