@@ -198,3 +198,27 @@ def test_python_dash_m_starts_a_broker(tmp_path: Path, module: str) -> None:
                 time.sleep(0.05)
     finally:
         stop_server(proc)
+
+
+def test_recovery_names_the_partition_it_truncated(tmp_path: Path) -> None:
+    from confluent_kafka import Producer
+
+    from kafkars.broker import Broker
+
+    broker = Broker(process=True, log_dir=tmp_path / "data").start()
+    try:
+        p = Producer({"bootstrap.servers": broker.bootstrap_servers})
+        p.produce("torn", value=b"x" * 100, partition=0)
+        assert p.flush(20) == 0
+        broker.kill()
+        segment = tmp_path / "data" / "torn-0" / f"{0:020d}.log"
+        with segment.open("ab") as f:
+            f.write(b"\x00" * 8 + b"\x00\x00\x01\x00" + b"torn tail")  # a batch cut short
+        broker.start()
+        log = broker.server_log()
+        assert "recovering logs after an unclean shutdown" in log
+        assert "recovery truncated an invalid or incomplete tail" in log
+        assert "partition=torn-0" in log and "truncated_bytes=21" in log
+        assert "recovered 1/" in log or "recovered 2/" in log
+    finally:
+        broker.stop()

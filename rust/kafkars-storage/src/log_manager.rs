@@ -20,6 +20,9 @@ use crate::meta_properties::MetaProperties;
 use crate::offset_map::OffsetMap;
 use crate::topic_partition::TopicPartition;
 
+/// How often a long recovery logs its progress.
+const PROGRESS_INTERVAL: Duration = Duration::from_secs(5);
+
 /// Present after a clean shutdown; start-up then skips recovery.
 pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
 /// Recovery points of every partition in a dir.
@@ -272,6 +275,12 @@ impl LogManager {
             }
         }
         let next = AtomicUsize::new(0);
+        let done = AtomicUsize::new(0);
+        let total = jobs.len();
+        let last_progress = Mutex::new(Instant::now());
+        if !clean && total > 0 {
+            tracing::info!(dir = %dir.display(), partitions = total, "recovering logs after an unclean shutdown");
+        }
         let errors: Mutex<Vec<LogError>> = Mutex::new(Vec::new());
         std::thread::scope(|scope| {
             for _ in 0..threads.min(jobs.len().max(1)) {
@@ -292,6 +301,26 @@ impl LogManager {
                             Arc::clone(&self.clock),
                         ) {
                             Ok((log, stats)) => {
+                                if stats.truncated_bytes > 0 {
+                                    tracing::warn!(
+                                        partition = %tp,
+                                        truncated_bytes = stats.truncated_bytes,
+                                        segments_deleted = stats.segments_deleted_after_truncation,
+                                        "recovery truncated an invalid or incomplete tail"
+                                    );
+                                }
+                                let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
+                                // Long recoveries say how far they are, every few seconds.
+                                if !clean {
+                                    let mut last = lock(&last_progress);
+                                    if last.elapsed() >= PROGRESS_INTERVAL || finished == total {
+                                        *last = Instant::now();
+                                        tracing::info!(
+                                            dir = %dir.display(),
+                                            "recovered {finished}/{total} partitions"
+                                        );
+                                    }
+                                }
                                 let mut r = lock(report);
                                 if clean {
                                     r.skipped.push(tp.clone());
