@@ -28,6 +28,7 @@ TOOLS = (
     "dump_log",
     "perf_test",
     "acls",
+    "transactions",
 )
 
 
@@ -77,6 +78,7 @@ def unreachable_commands(address: str) -> list[tuple[str, ...]]:
         ("perf_test", "producer", *b, "--topic", "t", "--num-records", "1"),
         ("perf_test", "consumer", *b, "--topic", "t", "--messages", "1"),
         ("acls", *b, "--list"),
+        ("transactions", *b, "list"),
     ]
 
 
