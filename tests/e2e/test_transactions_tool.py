@@ -1,12 +1,16 @@
-"""kafkars-transactions against a real broker: list, describe, describe-producers, and
-abort of a hanging transaction by its start offset."""
+"""kafkars-transactions against a real broker: list, describe, describe-producers,
+find-hanging, and abort of a hanging transaction by its start offset."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from click.testing import CliRunner, Result
 from confluent_kafka import Producer
-from test_transactions import create_topic, read_values
+from confluent_kafka.admin import AdminClient
+from test_transactions import Connection, create_topic, read_values
 
+from kafkars import _core
 from kafkars.broker import Broker
 from kafkars.tools import transactions
 
@@ -69,3 +73,58 @@ def test_list_describe_and_abort(broker: Broker, topic: str) -> None:
     assert read_values(broker, topic, "read_committed", 1) == [b"committed"]
     none_open = run(broker, "abort", "--topic", topic, "--partition", "0", "--start-offset", "2")
     assert none_open.exit_code == 1 and "Could not find any open transactions" in none_open.output
+
+
+def test_find_hanging_then_abort(make_broker: Callable[..., Broker], topic: str) -> None:
+    """A transactional batch its coordinator never heard of (written with KIP-890's
+    check off) hangs: find-hanging lists it, an open transaction the coordinator knows
+    is not listed, and abort ends it."""
+    broker = make_broker(config={"transaction.partition.verification.enable": False})
+    create_topic(broker, topic, partitions=2)
+    known = Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": topic})
+    known.init_transactions(20)
+    known.begin_transaction()
+    known.produce(topic, value=b"open", partition=1)
+    known.flush(10)
+
+    conn = Connection(broker)
+    try:
+        batch = _core.build_batch(
+            [(None, b"stray", 1000, [])],
+            producer_id=987_654,
+            producer_epoch=0,
+            base_sequence=0,
+            is_transactional=True,
+        )
+        body = {
+            "transactional_id": "nobody",
+            "acks": -1,
+            "timeout_ms": 5000,
+            "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": batch}]}],
+        }
+        produced = conn.call(0, 9, body)["responses"][0]["partition_responses"][0]
+        assert produced["error_code"] == 0
+    finally:
+        conn.close()
+
+    found = run(broker, "find-hanging", "--topic", topic, "--max-transaction-timeout", "0")
+    assert found.exit_code == 0, found.output
+    header, *rows = found.output.splitlines()
+    assert header.split()[:3] == ["Topic", "Partition", "ProducerId"]
+    assert [r.split()[:3] for r in rows] == [[topic, "0", "987654"]]
+
+    aborted = run(broker, "abort", "--topic", topic, "--partition", "0", "--start-offset", "0")
+    assert aborted.exit_code == 0, aborted.output
+    broker_id = str(
+        next(
+            iter(
+                AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+                .list_topics(timeout=10)
+                .brokers
+            )
+        )
+    )
+    again = run(broker, "find-hanging", "--broker-id", broker_id, "--max-transaction-timeout", "0")
+    assert again.exit_code == 0 and len(again.output.splitlines()) == 1, again.output
+    known.commit_transaction(20)
+    assert read_values(broker, topic, "read_committed", 1) == [b"open"]

@@ -1,10 +1,11 @@
-"""kafkars-transactions: list, describe and abort transactions, with the flags and
-output of Kafka's kafka-transactions.sh.
+"""kafkars-transactions: list, describe, find hanging and abort transactions, with the
+flags and output of Kafka's kafka-transactions.sh.
 
     kafkars-transactions --bootstrap-server HOST:PORT list
     kafkars-transactions --bootstrap-server HOST:PORT describe --transactional-id tx
     kafkars-transactions --bootstrap-server HOST:PORT describe-producers --topic t --partition 0
     kafkars-transactions --bootstrap-server HOST:PORT abort --topic t --partition 0 --start-offset 4
+    kafkars-transactions --bootstrap-server HOST:PORT find-hanging --broker-id 1
 
 confluent-kafka has no call for these APIs, so the tool speaks them on the wire
 (ListTransactions, DescribeTransactions, DescribeProducers, WriteTxnMarkers). `abort`
@@ -24,7 +25,7 @@ import click
 from kafkars.server.errors import Errors
 from kafkars.tools import client
 
-FIND_COORDINATOR, WRITE_TXN_MARKERS = 10, 27
+METADATA, FIND_COORDINATOR, WRITE_TXN_MARKERS = 3, 10, 27
 DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 61, 65, 66
 COORDINATOR_TYPE_TRANSACTION = 1
 
@@ -244,6 +245,109 @@ def abort(
     code = response["markers"][0]["topics"][0]["partitions"][0]["error_code"]
     _check(code, f"Failed to abort the transaction of producer {producer_id}")
     click.echo(f"Aborted the transaction of producer {producer_id} on {topic}-{partition}")
+
+
+def _partitions(
+    wire: client.WireClient, topic: str | None, partition: int | None, broker_id: int | None
+) -> list[tuple[str, int]]:
+    """The partitions to search: one, a topic's, or every one `broker_id` leads."""
+    if topic is not None and partition is not None:
+        return [(topic, partition)]
+    wanted = None if topic is None else [{"name": topic}]
+    response = wire.call(METADATA, 12, {"topics": wanted, "allow_auto_topic_creation": False})
+    out = []
+    for t in response["topics"]:
+        if t["error_code"] != 0:
+            _check(t["error_code"], f"Failed to describe topic {t['name']}")
+        for p in t["partitions"]:
+            if broker_id is None or p["leader_id"] == broker_id:
+                out.append((t["name"], p["partition_index"]))
+    return sorted(out)
+
+
+@main.command(name="find-hanging")
+@click.option("--broker-id", type=int, help="Search the partitions this broker leads.")
+@click.option("--topic", help="Search this topic's partitions.")
+@click.option("--partition", type=int, help="With --topic: only this partition.")
+@click.option(
+    "--max-transaction-timeout",
+    type=int,
+    default=15,
+    show_default=True,
+    help="Minutes a transaction may stay open before it is a suspect.",
+)
+@click.pass_obj
+def find_hanging(
+    obj: Context,
+    broker_id: int | None,
+    topic: str | None,
+    partition: int | None,
+    max_transaction_timeout: int,
+) -> None:
+    """Open transactions older than the longest timeout that their coordinator does not
+    know on that partition: candidates for `abort`."""
+    if broker_id is None and topic is None:
+        raise click.UsageError("give --broker-id or --topic")
+    if partition is not None and topic is None:
+        raise click.UsageError("--partition needs --topic")
+    now = int(time.time() * 1000)
+    limit_ms = max_transaction_timeout * 60 * 1000
+    wire = obj.connect()
+    rows = []
+    try:
+        for tp in _partitions(wire, topic, partition, broker_id):
+            for p in _producers(wire, *tp):
+                start = p["current_txn_start_offset"]
+                if start < 0 or now - p["last_timestamp"] < limit_ms:
+                    continue
+                if _coordinator_has_it(wire, p["producer_id"], tp):
+                    continue
+                rows.append(
+                    (
+                        tp[0],
+                        tp[1],
+                        p["producer_id"],
+                        p["producer_epoch"],
+                        p["coordinator_epoch"],
+                        start,
+                        p["last_timestamp"],
+                        (now - p["last_timestamp"]) // 60_000,
+                    )
+                )
+    finally:
+        wire.close()
+    _table(
+        [
+            "Topic",
+            "Partition",
+            "ProducerId",
+            "ProducerEpoch",
+            "CoordinatorEpoch",
+            "StartOffset",
+            "LastTimestamp",
+            "Duration(min)",
+        ],
+        rows,
+    )
+
+
+def _coordinator_has_it(wire: client.WireClient, producer_id: int, tp: tuple[str, int]) -> bool:
+    """Whether the producer's transactional id has an open transaction on `tp`."""
+    listed = wire.call(
+        LIST_TRANSACTIONS,
+        0,
+        {"state_filters": ["Ongoing"], "producer_id_filters": [producer_id]},
+    )
+    ids = [t["transactional_id"] for t in listed["transaction_states"]]
+    if not ids:
+        return False
+    described = wire.call(DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": ids})
+    return any(
+        s["error_code"] == 0
+        and s["producer_id"] == producer_id
+        and tp[1] in [p for t in s["topics"] if t["topic"] == tp[0] for p in t["partitions"]]
+        for s in described["transaction_states"]
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover
