@@ -38,7 +38,7 @@ from kafkars.server.errors import Errors, KafkaError
 from kafkars.server.kafka_apis import KafkaApis
 from kafkars.server.log_tasks import schedule_log_tasks
 from kafkars.server.log_validator import TimestampLimits
-from kafkars.server.metadata import MetadataStore, TopicMetadata
+from kafkars.server.metadata import METADATA_FILE, MetadataStore, TopicMetadata
 from kafkars.server.metrics import BrokerTopicMetrics, MetricsServer
 from kafkars.server.quota_manager import ClientQuotaManager, QuotaStore
 from kafkars.server.replica_manager import ReplicaManager
@@ -82,9 +82,13 @@ def resolve_identity(dirs: list[str], configured_id: int, reserved_max_id: int) 
     for d in dirs:
         meta = Path(d) / "meta.properties"
         if meta.exists():
-            props = read_properties(meta)
-            if "broker.id" in props:
-                stored_ids.add(int(props["broker.id"]))
+            # A damaged file refuses the start in one line, as Kafka does, not a traceback.
+            try:
+                props = read_properties(meta)
+                if "broker.id" in props:
+                    stored_ids.add(int(props["broker.id"]))
+            except ValueError as e:  # not text, or a broker.id that is not a number
+                raise StartupError(f"log.dirs: malformed {meta}: {e}") from e
             if "cluster.id" in props:
                 stored_clusters.add(props["cluster.id"])
     if configured_id >= 0:
@@ -206,7 +210,10 @@ class KafkaServer:
         self.broker_id, self.cluster_id = resolve_identity(
             dirs, int(self.config.get("broker.id")), int(self.config.get("reserved.broker.max.id"))
         )
-        self.metadata = MetadataStore(Path(dirs[0]))
+        try:
+            self.metadata = MetadataStore(Path(dirs[0]))
+        except (ValueError, KeyError, TypeError) as e:
+            raise StartupError(f"log.dirs: malformed {Path(dirs[0]) / METADATA_FILE}: {e}") from e
         # Dynamic broker configs (AlterConfigs on the broker resource) outrank the file.
         self.config_store = ConfigStore(Path(dirs[0]) / CONFIG_STORE_DIR)
         self.scram_store = ScramCredentialStore(Path(dirs[0]) / CONFIG_STORE_DIR / "users")
@@ -225,11 +232,18 @@ class KafkaServer:
             self.log_manager = _core.LogManager(dirs, self.broker_id, self.cluster_id)
         except _core.LogError as e:
             raise StartupError(f"log.dirs: {e.args[-1]}") from e
-        report = self.log_manager.load_logs(
-            int(self.config.get("num.recovery.threads.per.data.dir")),
-            self.storage_config({}),
-            {topic.name: self.storage_config(topic.configs) for topic in self.metadata.topics()},
-        )
+        try:
+            report = self.log_manager.load_logs(
+                int(self.config.get("num.recovery.threads.per.data.dir")),
+                self.storage_config({}),
+                {
+                    topic.name: self.storage_config(topic.configs)
+                    for topic in self.metadata.topics()
+                },
+            )
+        except _core.LogError as e:
+            # A file recovery cannot repair (Kafka fails the log dir, so the broker stops).
+            raise StartupError(f"log.dirs: {e.args[-1]}") from e
         t = step("log manager", t)
         log.info(
             "Loaded %d partition(s) in %.0f ms: %d recovered after an unclean shutdown "
