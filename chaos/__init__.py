@@ -1,0 +1,1 @@
+"""Chaos checks against real kafkars broker processes: `make chaos`, `make chaos-smoke`."""
