@@ -10,7 +10,7 @@ export JAVA_HOME ?= $(shell dirname $$(dirname $$(readlink -f $$(command -v java
 .PHONY: help system-deps venv dev run test test-rust test-python lint fmt bench bench-rust conformance clean
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 system-deps: ## install the Debian packages the tests use (kcat; openssl makes the TLS test certificates)
 	@command -v kcat >/dev/null && command -v openssl >/dev/null || { apt-get update -qq && apt-get install -y -qq kcat openssl; }
