@@ -7,6 +7,7 @@ use crate::compression::{self, Compression};
 use crate::crc::crc32c;
 use crate::error::RecordError;
 use crate::record::{Records, skip_record};
+use crate::streaming;
 
 /// Bytes before a batch's length-delimited part: baseOffset (8) + batchLength (4).
 pub const LOG_OVERHEAD: usize = 12;
@@ -293,32 +294,23 @@ impl<'a> RecordBatch<'a> {
                 "negative lastOffsetDelta {last_offset_delta}"
             )));
         }
+        let compression = self.compression()?;
+        let count = self.records_count();
+        if count >= 0
+            && let Some(decoder) =
+                compression::streaming_decoder(compression, self.records_bytes())?
+        {
+            // A compressed batch is walked as it inflates, never held inflated.
+            return streaming::validate_records(
+                decoder,
+                compression,
+                count,
+                last_offset_delta,
+                limit,
+            );
+        }
         let records = self.records_with_limit(limit)?;
-        let body = records.body();
-        let count = records.len();
-        let mut pos = 0;
-        let mut previous_delta: Option<i32> = None;
-        for _ in 0..count {
-            let delta = skip_record(body, &mut pos)?;
-            if delta < 0 || delta > last_offset_delta {
-                return Err(RecordError::invalid(format!(
-                    "offset delta {delta} outside 0..={last_offset_delta}"
-                )));
-            }
-            if previous_delta.is_some_and(|p| delta <= p) {
-                return Err(RecordError::invalid(format!(
-                    "offset delta {delta} does not increase"
-                )));
-            }
-            previous_delta = Some(delta);
-        }
-        if pos != body.len() {
-            return Err(RecordError::corrupt(format!(
-                "{} bytes after the last of {count} records",
-                body.len() - pos
-            )));
-        }
-        Ok(())
+        validate_records_body(records.body(), records.len(), last_offset_delta)
     }
 
     /// [`validate`](Self::validate) plus the rules Kafka's LogValidator applies to
@@ -374,6 +366,37 @@ impl<'a> RecordBatch<'a> {
     fn i64_at(&self, at: usize) -> i64 {
         i64::from_be_bytes(self.array_at(at))
     }
+}
+
+/// The records-section checks of [`RecordBatch::validate`] on a decompressed `body`.
+pub(crate) fn validate_records_body(
+    body: &[u8],
+    count: usize,
+    last_offset_delta: i32,
+) -> Result<(), RecordError> {
+    let mut pos = 0;
+    let mut previous_delta: Option<i32> = None;
+    for _ in 0..count {
+        let delta = skip_record(body, &mut pos)?;
+        if delta < 0 || delta > last_offset_delta {
+            return Err(RecordError::invalid(format!(
+                "offset delta {delta} outside 0..={last_offset_delta}"
+            )));
+        }
+        if previous_delta.is_some_and(|p| delta <= p) {
+            return Err(RecordError::invalid(format!(
+                "offset delta {delta} does not increase"
+            )));
+        }
+        previous_delta = Some(delta);
+    }
+    if pos != body.len() {
+        return Err(RecordError::corrupt(format!(
+            "{} bytes after the last of {count} records",
+            body.len() - pos
+        )));
+    }
+    Ok(())
 }
 
 /// `sequence + increment`, wrapping to 0 after `i32::MAX` as producers do; -1 stays -1.

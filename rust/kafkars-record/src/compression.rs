@@ -142,6 +142,31 @@ pub fn decompress_with_limit(
     }
 }
 
+/// Largest declared zstd frame size that validation decodes whole (one call into an
+/// exact buffer beats a stream for the small batches producers send).
+const WHOLE_ZSTD_BYTES: u64 = 2 << 20;
+
+/// A decoder of the records section `data` for validation as a stream (see
+/// [`crate::streaming`]), or `None` when it is decoded whole: not compressed, snappy
+/// (xerial blocks are decoded whole; snappy expands at most about 21 times), or a zstd
+/// frame that declares a small size.
+pub(crate) fn streaming_decoder(
+    c: Compression,
+    data: &[u8],
+) -> Result<Option<Box<dyn Read + '_>>, RecordError> {
+    Ok(match c {
+        Compression::None | Compression::Snappy => None,
+        Compression::Gzip => Some(Box::new(flate2::read::MultiGzDecoder::new(data))),
+        Compression::Lz4 => Some(Box::new(lz4_flex::frame::FrameDecoder::new(data))),
+        Compression::Zstd => match zstd::zstd_safe::get_frame_content_size(data) {
+            Ok(Some(size)) if size <= WHOLE_ZSTD_BYTES => None,
+            _ => Some(Box::new(
+                zstd::stream::read::Decoder::with_buffer(data).map_err(codec_error(c))?,
+            )),
+        },
+    })
+}
+
 /// Kafka's default `compression.zstd.level`.
 const ZSTD_LEVEL: i32 = 3;
 /// Kafka's default `compression.gzip.level` (Deflater.DEFAULT_COMPRESSION).
@@ -238,11 +263,11 @@ fn read_bounded(
     Ok(out)
 }
 
-fn too_large(limit: usize) -> RecordError {
+pub(crate) fn too_large(limit: usize) -> RecordError {
     RecordError::Compression(format!("decompressed records exceed {limit} bytes"))
 }
 
-fn codec_error<E: fmt::Display>(c: Compression) -> impl Fn(E) -> RecordError {
+pub(crate) fn codec_error<E: fmt::Display>(c: Compression) -> impl Fn(E) -> RecordError {
     move |e| RecordError::Compression(format!("{c}: {e}"))
 }
 

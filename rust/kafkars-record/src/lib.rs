@@ -41,6 +41,7 @@ mod control;
 mod crc;
 mod error;
 mod record;
+mod streaming;
 mod varint;
 
 pub use batch::{

@@ -151,7 +151,12 @@ fn decompression_bomb_is_refused() {
     bytes.extend_from_slice(&packed);
     fix_crc(&mut bytes);
     let batch = RecordBatch::new(&bytes).unwrap();
-    assert!(matches!(batch.validate(), Err(RecordError::Compression(_))));
+    // Validation walks the records as they inflate: zeros are no record, so it stops
+    // at the first one (or at the limit); either way CORRUPT_MESSAGE.
+    assert!(matches!(
+        batch.validate(),
+        Err(RecordError::Compression(_) | RecordError::CorruptMessage(_))
+    ));
     assert_eq!(batch.validate().unwrap_err().kafka_error_code(), 2);
 }
 

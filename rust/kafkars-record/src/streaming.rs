@@ -1,0 +1,350 @@
+//! Validation of a compressed records section while it is decompressed, as Kafka's
+//! LogValidator walks a batch with a streaming iterator: only positions and offset
+//! deltas are kept, never the records, so a small batch that inflates to gigabytes (a
+//! zip bomb) costs decompression work up to the limit and a read buffer, not memory
+//! the size of its output.
+
+use std::io::{BufRead, BufReader, Read};
+
+use crate::compression::{Compression, codec_error, too_large};
+use crate::error::RecordError;
+
+/// Read buffer between the decompressor and the record walker.
+const READ_BUFFER: usize = 16 * 1024;
+const MAX_VARINT_BYTES: usize = 5;
+const MAX_VARLONG_BYTES: usize = 10;
+
+/// Decompressed bytes read from a codec's stream, counted against `limit`.
+struct Source<R> {
+    inner: BufReader<R>,
+    codec: Compression,
+    position: usize,
+    limit: usize,
+}
+
+impl<R: Read> Source<R> {
+    fn fill(&mut self) -> Result<&[u8], RecordError> {
+        self.inner.fill_buf().map_err(codec_error(self.codec))
+    }
+
+    /// The next byte, `None` at the end of the stream.
+    fn next_byte(&mut self) -> Result<Option<u8>, RecordError> {
+        let Some(&byte) = self.fill()?.first() else {
+            return Ok(None);
+        };
+        self.inner.consume(1);
+        self.position += 1;
+        if self.position > self.limit {
+            return Err(too_large(self.limit));
+        }
+        Ok(Some(byte))
+    }
+
+    /// A byte of the record ending at `end`.
+    fn byte_before(&mut self, end: usize, what: &str) -> Result<u8, RecordError> {
+        if self.position >= end {
+            return Err(RecordError::corrupt(format!(
+                "{what} runs past the end of the record"
+            )));
+        }
+        self.next_byte()?
+            .ok_or_else(|| RecordError::corrupt(format!("{what} runs past the end of the records")))
+    }
+
+    fn unsigned(&mut self, end: usize, max_bytes: usize, what: &str) -> Result<u64, RecordError> {
+        let mut value: u64 = 0;
+        for i in 0..max_bytes {
+            let byte = self.byte_before(end, what)?;
+            value |= u64::from(byte & 0x7f) << (7 * i);
+            if byte & 0x80 == 0 {
+                return Ok(value);
+            }
+        }
+        Err(RecordError::corrupt(format!(
+            "{what} is longer than {max_bytes} bytes"
+        )))
+    }
+
+    fn varint(&mut self, end: usize, what: &str) -> Result<i32, RecordError> {
+        let raw = self.unsigned(end, MAX_VARINT_BYTES, what)? as u32;
+        Ok(((raw >> 1) as i32) ^ -((raw & 1) as i32))
+    }
+
+    fn varlong(&mut self, end: usize, what: &str) -> Result<i64, RecordError> {
+        let raw = self.unsigned(end, MAX_VARLONG_BYTES, what)?;
+        Ok(((raw >> 1) as i64) ^ -((raw & 1) as i64))
+    }
+
+    /// Skips `length` bytes of the record ending at `end`.
+    fn skip(&mut self, length: i32, end: usize, what: &str) -> Result<(), RecordError> {
+        let mut left = usize::try_from(length)
+            .ok()
+            .filter(|&n| self.position.saturating_add(n) <= end)
+            .ok_or_else(|| {
+                RecordError::corrupt(format!("{what} length {length} does not fit the record"))
+            })?;
+        while left > 0 {
+            let available = self.fill()?.len();
+            if available == 0 {
+                return Err(RecordError::corrupt(format!(
+                    "{what} runs past the end of the records"
+                )));
+            }
+            let n = available.min(left);
+            self.inner.consume(n);
+            self.position += n;
+            left -= n;
+        }
+        Ok(())
+    }
+
+    fn skip_nullable(&mut self, end: usize, what: &str) -> Result<(), RecordError> {
+        let length = self.varint(end, what)?;
+        if length == -1 {
+            return Ok(());
+        }
+        self.skip(length, end, what)
+    }
+
+    /// Walks one record; returns its offsetDelta.
+    fn record(&mut self) -> Result<i32, RecordError> {
+        let length = self.varint(usize::MAX, "record length")?;
+        let end = usize::try_from(length)
+            .ok()
+            .and_then(|n| self.position.checked_add(n))
+            .ok_or_else(|| RecordError::corrupt(format!("invalid record length {length}")))?;
+        if end > self.limit {
+            // Refused before a byte of it is inflated.
+            return Err(too_large(self.limit));
+        }
+        let start = self.position;
+        self.byte_before(end, "attributes")?;
+        self.varlong(end, "timestamp delta")?;
+        let offset_delta = self.varint(end, "offset delta")?;
+        self.skip_nullable(end, "key")?;
+        self.skip_nullable(end, "value")?;
+        let headers = self.varint(end, "header count")?;
+        if headers < 0 {
+            return Err(RecordError::corrupt(format!(
+                "negative header count {headers}"
+            )));
+        }
+        for _ in 0..headers {
+            let key_length = self.varint(end, "header key")?;
+            self.skip(key_length, end, "header key")?;
+            self.skip_nullable(end, "header value")?;
+        }
+        if self.position != end {
+            return Err(RecordError::corrupt(format!(
+                "record length {length} but its fields take {}",
+                self.position - start
+            )));
+        }
+        Ok(offset_delta)
+    }
+}
+
+/// Checks what [`crate::RecordBatch::validate`] checks of the records section, reading
+/// the decompressed records from `reader` once: `count` records that each decode with
+/// lengths adding up exactly, offset deltas strictly increasing within
+/// `0..=last_offset_delta`, nothing after the last record, and at most `limit` bytes.
+pub(crate) fn validate_records(
+    reader: impl Read,
+    codec: Compression,
+    count: i32,
+    last_offset_delta: i32,
+    limit: usize,
+) -> Result<(), RecordError> {
+    let mut source = Source {
+        inner: BufReader::with_capacity(READ_BUFFER, reader),
+        codec,
+        position: 0,
+        limit,
+    };
+    let mut previous_delta: Option<i32> = None;
+    for _ in 0..count {
+        let delta = source.record()?;
+        if delta < 0 || delta > last_offset_delta {
+            return Err(RecordError::invalid(format!(
+                "offset delta {delta} outside 0..={last_offset_delta}"
+            )));
+        }
+        if previous_delta.is_some_and(|p| delta <= p) {
+            return Err(RecordError::invalid(format!(
+                "offset delta {delta} does not increase"
+            )));
+        }
+        previous_delta = Some(delta);
+    }
+    // Reading to the end also checks the codec's own trailer (gzip CRC, lz4 checksum).
+    if source.next_byte()?.is_some() {
+        return Err(RecordError::corrupt(format!(
+            "bytes after the last of {count} records"
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::batch::validate_records_body;
+    use crate::builder::{NewRecord, RecordBatchBuilder};
+    use crate::compression::{compress, decompress};
+    use crate::{RecordBatch, varint};
+
+    const CODECS: [Compression; 3] = [Compression::Gzip, Compression::Lz4, Compression::Zstd];
+
+    fn decoder(c: Compression, data: &[u8]) -> Box<dyn Read + '_> {
+        match c {
+            Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(data)),
+            Compression::Lz4 => Box::new(lz4_flex::frame::FrameDecoder::new(data)),
+            _ => Box::new(zstd::stream::read::Decoder::with_buffer(data).unwrap()),
+        }
+    }
+
+    /// The records section of an uncompressed batch of `records`.
+    fn body_of(records: &[NewRecord]) -> (Vec<u8>, i32) {
+        let mut builder = RecordBatchBuilder::new();
+        for r in records {
+            builder.append(r.clone());
+        }
+        let batch = builder.build().unwrap();
+        let parsed = RecordBatch::new(&batch).unwrap();
+        (parsed.records_bytes().to_vec(), records.len() as i32)
+    }
+
+    fn record() -> impl Strategy<Value = NewRecord> {
+        let bytes = || proptest::option::of(proptest::collection::vec(any::<u8>(), 0..40));
+        (
+            any::<i32>(),
+            bytes(),
+            bytes(),
+            proptest::collection::vec(("[a-z]{0,6}", bytes()), 0..3),
+        )
+            .prop_map(|(ts, key, value, headers)| NewRecord {
+                timestamp: i64::from(ts),
+                key,
+                value,
+                headers,
+            })
+    }
+
+    proptest! {
+        /// Streaming and whole-body validation agree (same Kafka error code) on every
+        /// records section, intact or damaged, with every codec.
+        #[test]
+        fn streaming_agrees_with_whole_body_validation(
+            records in proptest::collection::vec(record(), 1..8),
+            damage in 0u8..4,
+            at in any::<prop::sample::Index>(),
+            bits in 1u8..=255,
+            lod_shift in -1i32..2,
+        ) {
+            let (mut body, count) = body_of(&records);
+            match damage {
+                1 => { let i = at.index(body.len()); body[i] ^= bits; }
+                2 => body.truncate(at.index(body.len())),
+                3 => body.push(bits),
+                _ => {}
+            }
+            let lod = count - 1 + lod_shift;
+            for c in CODECS {
+                let compressed = compress(c, &body).unwrap();
+                let whole = validate_records_body(&decompress(c, &compressed).unwrap(), count as usize, lod);
+                let streamed = validate_records(decoder(c, &compressed), c, count, lod, 1 << 20);
+                prop_assert_eq!(
+                    whole.as_ref().map_err(RecordError::kafka_error_code),
+                    streamed.as_ref().map_err(RecordError::kafka_error_code),
+                    "{:?}: whole {:?}, streamed {:?}", c, whole, streamed
+                );
+            }
+        }
+    }
+
+    /// A record of `value_len` zero bytes, streamed into `out` through `write`.
+    fn zero_record(out: &mut impl Write, offset_delta: i32, value_len: usize) {
+        let mut head = vec![0u8]; // attributes
+        varint::put_varint(&mut head, 0); // timestamp delta (a varlong 0 is the same byte)
+        varint::put_varint(&mut head, offset_delta);
+        varint::put_varint(&mut head, -1); // null key
+        varint::put_varint(&mut head, value_len as i32);
+        let mut length = Vec::new();
+        varint::put_varint(&mut length, (head.len() + value_len + 1) as i32);
+        out.write_all(&length).unwrap();
+        out.write_all(&head).unwrap();
+        let zeros = vec![0u8; 1 << 20];
+        let mut left = value_len;
+        while left > 0 {
+            let n = left.min(zeros.len());
+            out.write_all(&zeros[..n]).unwrap();
+            left -= n;
+        }
+        out.write_all(&[0]).unwrap(); // no headers
+    }
+
+    #[test]
+    fn a_zip_bomb_is_refused_at_the_limit_without_inflating_it() {
+        // 1 GiB of zeros in a few KiB of zstd, as one record: refused from its length.
+        let mut enc = zstd::stream::write::Encoder::new(Vec::new(), 1).unwrap();
+        zero_record(&mut enc, 0, 1 << 30);
+        let bomb = enc.finish().unwrap();
+        assert!(bomb.len() < 64 << 10);
+        let err = validate_records(
+            decoder(Compression::Zstd, &bomb),
+            Compression::Zstd,
+            1,
+            0,
+            8 << 20,
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("exceed"), "{err}");
+
+        // Many records of 1 MiB each: walked until the limit, then refused.
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        for i in 0..16 {
+            zero_record(&mut enc, i, 1 << 20);
+        }
+        let bomb = enc.finish().unwrap();
+        let err = validate_records(
+            decoder(Compression::Gzip, &bomb),
+            Compression::Gzip,
+            16,
+            15,
+            8 << 20,
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("exceed"), "{err}");
+        // The same batch is fine under a limit it fits.
+        validate_records(
+            decoder(Compression::Gzip, &bomb),
+            Compression::Gzip,
+            16,
+            15,
+            32 << 20,
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn a_batch_validates_through_the_stream() {
+        let records: Vec<_> = (0..100)
+            .map(|i| NewRecord::with_value(i, vec![b'x'; 100]))
+            .collect();
+        for c in CODECS {
+            let mut builder = RecordBatchBuilder::new().compression(c);
+            for r in &records {
+                builder.append(r.clone());
+            }
+            let batch = builder.build().unwrap();
+            RecordBatch::new(&batch)
+                .unwrap()
+                .validate_for_append()
+                .unwrap();
+        }
+    }
+}
