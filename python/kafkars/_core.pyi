@@ -320,6 +320,7 @@ class SocketServer:
     request_queue_size: int
     connection_count: int
     handler_idle_seconds: float
+    network_idle_seconds: float
     def shutdown(self) -> None: ...
 
 # -- the wire codec (tests and tools) ----------------------------------------------------

@@ -113,6 +113,8 @@ def test_request_histograms_lag_and_process_metrics_move(
     assert after[("process_resident_memory_bytes", ())] > 0
     assert any(name.startswith("python_gc_") for name, _ in after)
     assert after[("kafka_server_kafkarequesthandlerpool_idle_seconds_total", ())] > 0
+    idle = ("kafka_network_socketserver_network_processor_idle_seconds_total", ())
+    assert after[idle] > before[idle] > 0
 
 
 def test_no_endpoint_unless_configured(broker: Broker) -> None:

@@ -160,6 +160,13 @@ class BrokerCollector:
                 value=socket_server.request_queue_size,
             )
             yield CounterMetricFamily(
+                "kafka_network_socketserver_network_processor_idle_seconds",
+                "Time the network processors spent waiting for sockets, summed over the "
+                "processors (rate() / num.network.threads is Kafka's "
+                "NetworkProcessorAvgIdlePercent).",
+                value=socket_server.network_idle_seconds,
+            )
+            yield CounterMetricFamily(
                 "kafka_server_kafkarequesthandlerpool_idle_seconds",
                 "Time the request handler threads spent waiting for a request, summed over "
                 "the threads (rate() / num.io.threads is Kafka's RequestHandlerAvgIdlePercent).",

@@ -518,6 +518,16 @@ impl PySocketServer {
             .map_or(0.0, |r| r.channel.handler_idle_seconds())
     }
 
+    /// Seconds the network processors have spent idle, summed over processors.
+    #[getter]
+    fn network_idle_seconds(&self) -> f64 {
+        self.running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .map_or(0.0, |r| r.server.network_idle_seconds())
+    }
+
     /// Upper bounds (seconds) of the request-time histogram buckets.
     #[staticmethod]
     fn request_metrics_buckets() -> Vec<f64> {

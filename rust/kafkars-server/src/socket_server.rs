@@ -4,12 +4,12 @@ use std::collections::HashMap;
 use std::io;
 use std::net::{SocketAddr, TcpListener as StdListener, ToSocketAddrs};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::net::{TcpListener, TcpStream};
-use tokio::runtime::Builder;
+use tokio::runtime::{Builder, RuntimeMetrics};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 use tracing::{debug, info, warn};
@@ -56,6 +56,9 @@ pub struct SocketServer {
     threads: Vec<JoinHandle<()>>,
     quotas: Arc<ConnectionQuotas>,
     tls_by_listener: HashMap<String, Arc<RwLock<Arc<rustls::ServerConfig>>>>,
+    /// Each processor's runtime metrics, for Kafka's NetworkProcessorAvgIdlePercent.
+    processor_metrics: Arc<Mutex<Vec<RuntimeMetrics>>>,
+    started: Instant,
 }
 
 impl SocketServer {
@@ -109,6 +112,7 @@ impl SocketServer {
         let mut processors = Vec::new();
         let next_connection_id = Arc::new(AtomicU64::new(0));
         let pool = MemoryPool::new(config.queued_max_request_bytes);
+        let processor_metrics = Arc::new(Mutex::new(Vec::new()));
         for id in 0..config.num_network_threads.max(1) {
             let (tx, rx) = mpsc::unbounded_channel::<NewConnection>();
             processors.push(tx);
@@ -120,6 +124,7 @@ impl SocketServer {
                 shutdown: shutdown_rx.clone(),
                 next_connection_id: Arc::clone(&next_connection_id),
                 pool: pool.clone(),
+                runtime_metrics: Arc::clone(&processor_metrics),
             };
             threads.push(
                 std::thread::Builder::new()
@@ -165,7 +170,28 @@ impl SocketServer {
             threads,
             quotas,
             tls_by_listener,
+            processor_metrics,
+            started: Instant::now(),
         })
+    }
+
+    /// Seconds the network processors have spent idle (waiting for sockets), summed over
+    /// processors: `rate()` of it divided by `num.network.threads` is Kafka's
+    /// NetworkProcessorAvgIdlePercent.
+    pub fn network_idle_seconds(&self) -> f64 {
+        let elapsed = self.started.elapsed();
+        let metrics = self
+            .processor_metrics
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        metrics
+            .iter()
+            .map(|m| {
+                elapsed
+                    .saturating_sub(m.worker_total_busy_duration(0))
+                    .as_secs_f64()
+            })
+            .sum()
     }
 
     /// Replaces a TLS listener's certificates and settings; connections accepted from now
@@ -281,6 +307,7 @@ struct Processor {
     shutdown: watch::Receiver<bool>,
     next_connection_id: Arc<AtomicU64>,
     pool: MemoryPool,
+    runtime_metrics: Arc<Mutex<Vec<RuntimeMetrics>>>,
 }
 
 impl Processor {
@@ -289,6 +316,10 @@ impl Processor {
             .enable_all()
             .build()
             .expect("processor runtime");
+        self.runtime_metrics
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(runtime.metrics());
         runtime.block_on(async move {
             let mut connections = JoinSet::new();
             loop {
