@@ -23,6 +23,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cycles", type=int, default=None, help="kill -9 cycles (default 50)")
     parser.add_argument("--suite", action="append", choices=SUITES, help="run only these")
     parser.add_argument("--connections", type=int, default=None, help="idle connections")
+    parser.add_argument(
+        "--checkpoint-ms",
+        type=int,
+        default=1000,
+        help="log.flush.offset.checkpoint.interval.ms of the kill -9 broker (0: the default)",
+    )
     parser.add_argument("--workdir", type=Path, default=None, help="keep data here")
     parser.add_argument("--json", type=Path, default=None, help="write the figures here")
     args = parser.parse_args(argv)
@@ -39,7 +45,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             if suite == "kill9":
                 interval = (1.0, 2.0) if smoke else (2.0, 5.0)
-                figures[suite] = kill9.run(workdir, cycles, interval, rate=500 if smoke else 1500)
+                rate = 500 if smoke else 1500
+                figures[suite] = kill9.run(workdir, cycles, interval, rate, args.checkpoint_ms)
             elif suite == "hostile":
                 figures[suite] = hostile.run(workdir, smoke=smoke)
             elif suite == "connections":
