@@ -145,7 +145,12 @@ def test_client_auth_required(pki: Path) -> None:
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        ({"ssl.keystore.type": "JKS"}, "only PEM stores are supported"),
+        ({"ssl.keystore.type": "JKS"}, "keytool -importkeystore"),
+        (
+            {"ssl.keystore.type": "PKCS12", "ssl.keystore.password": "wrong"},
+            "cannot open it (wrong password?)",
+        ),
+        ({"ssl.key.password": "wrong"}, "ssl.key.password"),
         ({"ssl.keystore.location": "/nonexistent/keystore.pem"}, "cannot read it"),
         ({"ssl.enabled.protocols": "TLSv1.1"}, "ssl.enabled.protocols"),
         ({"ssl.client.auth": "required"}, "truststore"),
@@ -170,6 +175,53 @@ def test_bad_ssl_settings_refuse_to_start(
     assert result.returncode != 0, output
     assert message in output, output
     assert "Traceback" not in output
+
+
+def test_pkcs12_stores_and_an_encrypted_pem_key(pki: Path, topic: str) -> None:
+    """Key stores as Kafka deployments usually have them: PKCS12 with a password (key and
+    trust store), or a PEM key encrypted with ssl.key.password."""
+    openssl("pkcs12", "-export", "-inkey", "server.key", "-in", "server.pem",
+            "-certfile", "ca.pem", "-out", "server.p12", "-passout", "pass:store-secret",
+            cwd=pki)  # fmt: skip
+    openssl("pkcs12", "-export", "-nokeys", "-in", "ca.pem", "-out", "trust.p12",
+            "-passout", "pass:trust-secret", cwd=pki)  # fmt: skip
+    openssl("pkcs8", "-topk8", "-in", "server.key", "-out", "server-encrypted.key",
+            "-passout", "pass:key-secret", cwd=pki)  # fmt: skip
+    (pki / "server-encrypted.pem").write_bytes(
+        (pki / "server-encrypted.key").read_bytes() + (pki / "server.pem").read_bytes()
+    )
+    stores = [
+        {
+            "ssl.keystore.type": "PKCS12",
+            "ssl.keystore.location": str(pki / "server.p12"),
+            "ssl.keystore.password": "store-secret",
+            "ssl.truststore.type": "PKCS12",
+            "ssl.truststore.location": str(pki / "trust.p12"),
+            "ssl.truststore.password": "trust-secret",
+            "ssl.client.auth": "requested",
+        },
+        {
+            "ssl.keystore.location": str(pki / "server-encrypted.pem"),
+            "ssl.key.password": "key-secret",
+        },
+    ]
+    for extra in stores:
+        with ssl_broker(pki, **extra) as broker:
+            conf = {
+                "bootstrap.servers": ssl_bootstrap(broker),
+                "security.protocol": "SSL",
+                "ssl.ca.location": str(pki / "ca.pem"),
+            }
+            p = Producer(conf)
+            p.produce(topic, value=b"over a converted store")
+            assert p.flush(20) == 0
+            c = Consumer({**conf, "group.id": "p12", "auto.offset.reset": "earliest"})
+            c.subscribe([topic])
+            try:
+                m = c.poll(15)
+                assert m is not None and m.error() is None
+            finally:
+                c.close()
 
 
 def peer_subject(address: str, ca: Path) -> dict[str, str]:

@@ -44,7 +44,12 @@ def fresh_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     dist = tmp_path_factory.mktemp("dist")
     # The venv's interpreter, as `make dev` builds with: another one would rebuild the crate.
     run(MATURIN, "build", "--release", "--quiet", "-i", sys.executable, "-o", dist, cwd=ROOT)
-    run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", dist, ROOT / "spark_udfs")
+    # A copy: setuptools leaves build/ and .egg-info beside the sources it builds.
+    spark_src = tmp_path_factory.mktemp("src") / "spark_udfs"
+    shutil.copytree(
+        ROOT / "spark_udfs", spark_src, ignore=shutil.ignore_patterns("build", "*.egg-info")
+    )
+    run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", dist, spark_src)
     broker_wheel = next(dist.glob("kafkars_broker-*.whl"))
     spark_wheel = next(dist.glob("kafkars_spark-*.whl"))
     venv = tmp_path_factory.mktemp("venv")

@@ -1,11 +1,13 @@
 """A listener's TLS settings from Kafka's ``ssl.*`` configs (``listener.name.<l>.ssl.*``
 first), read into the PEM bytes the Rust socket server takes.
 
-Key and trust stores must be PEM (``ssl.keystore.type=PEM``): a file holding the private
-key and the certificate chain (``ssl.keystore.location``), or both inline
-(``ssl.keystore.key`` and ``ssl.keystore.certificate.chain``); trusted CA certificates in
-``ssl.truststore.location`` or ``ssl.truststore.certificates``. JKS and PKCS12 stores and
-encrypted keys are refused with a message saying so.
+Key stores are PEM (``ssl.keystore.type=PEM``: a file holding the private key and the
+certificate chain in ``ssl.keystore.location``, or both inline in ``ssl.keystore.key`` and
+``ssl.keystore.certificate.chain``) or PKCS12 (``ssl.keystore.type=PKCS12`` with
+``ssl.keystore.password``); a PEM key may be encrypted (``ssl.key.password``). Trust
+stores are PEM (``ssl.truststore.location`` or ``ssl.truststore.certificates``) or PKCS12.
+Java's JKS format is refused with the keytool command that converts it. The stores are
+opened with `cryptography`; rustls gets plain PEM.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from kafkars.config.definition import ConfigException
+
+STORE_TYPES = ("PEM", "PKCS12")
 
 
 def _value(config: Any, listener: str, name: str) -> Any:
@@ -29,30 +33,106 @@ def _read(name: str, location: str) -> bytes:
         raise ConfigException.invalid(name, location, f"cannot read it: {e.strerror}") from None
 
 
-def _pem_only(config: Any, listener: str, name: str, has_location: bool) -> None:
-    kind = str(_value(config, listener, name) or "")
-    if kind != "PEM" and has_location:
+def _store_type(config: Any, listener: str, name: str, has_location: bool) -> str:
+    kind = str(_value(config, listener, name) or "").upper()
+    if has_location and kind not in STORE_TYPES:
         raise ConfigException.invalid(
             name,
             kind,
-            "only PEM stores are supported; convert the store with openssl "
-            "(e.g. `openssl pkcs12 -in store.p12 -nodes`) and set it to PEM",
+            "only PEM and PKCS12 stores are supported; convert a JKS store with "
+            "`keytool -importkeystore -srckeystore store.jks -destkeystore store.p12 "
+            "-deststoretype PKCS12` and set it to PKCS12",
         )
+    return kind
+
+
+def _password(config: Any, listener: str, name: str) -> bytes | None:
+    value = _value(config, listener, name)
+    return None if value is None else str(value).encode()
+
+
+def _pem_certificates(certificates: list[Any]) -> bytes:
+    from cryptography.hazmat.primitives.serialization import Encoding
+
+    return b"".join(c.public_bytes(Encoding.PEM) for c in certificates)
+
+
+def _unencrypted_pem_key(key: Any) -> bytes:
+    from cryptography.hazmat.primitives.serialization import (
+        Encoding,
+        NoEncryption,
+        PrivateFormat,
+    )
+
+    return bytes(key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption()))
+
+
+def _pkcs12_keystore(data: bytes, password: bytes | None) -> tuple[bytes, bytes]:
+    """(private key, certificate chain) as PEM from a PKCS12 key store."""
+    from cryptography.hazmat.primitives.serialization import pkcs12
+
+    try:
+        key, cert, extra = pkcs12.load_key_and_certificates(data, password)
+    except ValueError as e:
+        raise ConfigException.invalid(
+            "ssl.keystore.location", "[PKCS12]", f"cannot open it (wrong password?): {e}"
+        ) from None
+    if key is None or cert is None:
+        raise ConfigException.invalid(
+            "ssl.keystore.location", "[PKCS12]", "holds no private key with its certificate"
+        )
+    return _unencrypted_pem_key(key), _pem_certificates([cert, *extra])
+
+
+def _pkcs12_truststore(data: bytes, password: bytes | None) -> bytes:
+    from cryptography.hazmat.primitives.serialization import pkcs12
+
+    try:
+        _, cert, extra = pkcs12.load_key_and_certificates(data, password)
+    except ValueError as e:
+        raise ConfigException.invalid(
+            "ssl.truststore.location", "[PKCS12]", f"cannot open it (wrong password?): {e}"
+        ) from None
+    certificates = [c for c in (cert, *extra) if c is not None]
+    if not certificates:
+        raise ConfigException.invalid(
+            "ssl.truststore.location", "[PKCS12]", "holds no certificates"
+        )
+    return _pem_certificates(certificates)
+
+
+def _decrypted_pem_key(pem: bytes, password: bytes) -> bytes:
+    """The private key of a PEM store, decrypted with ``ssl.key.password``."""
+    import re
+
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+    block = re.search(
+        rb"-----BEGIN (ENCRYPTED |RSA |EC )?PRIVATE KEY-----.*?-----END [A-Z ]*-----", pem, re.S
+    )
+    if block is None:
+        raise ConfigException.invalid("ssl.keystore.location", "[PEM]", "holds no private key")
+    try:
+        key = load_pem_private_key(block.group(0), password)
+    except (ValueError, TypeError) as e:
+        raise ConfigException.invalid(
+            "ssl.key.password", "[hidden]", f"cannot decrypt the private key: {e}"
+        ) from None
+    return _unencrypted_pem_key(key)
 
 
 def listener_tls_settings(config: Any, listener: str) -> dict[str, Any]:
     """The settings of one SSL listener, for ``_core.SocketServer(tls=...)``."""
     location = _value(config, listener, "ssl.keystore.location")
-    _pem_only(config, listener, "ssl.keystore.type", location is not None)
-    if _value(config, listener, "ssl.key.password") is not None:
-        raise ConfigException.invalid(
-            "ssl.key.password",
-            "[hidden]",
-            "encrypted private keys are not supported; give the key unencrypted",
-        )
+    keystore_type = _store_type(config, listener, "ssl.keystore.type", location is not None)
+    key_password = _password(config, listener, "ssl.key.password")
     inline_key = _value(config, listener, "ssl.keystore.key")
     inline_chain = _value(config, listener, "ssl.keystore.certificate.chain")
-    if location is not None:
+    if location is not None and keystore_type == "PKCS12":
+        keystore = _read("ssl.keystore.location", str(location))
+        password = _password(config, listener, "ssl.keystore.password")
+        private_key, chain = _pkcs12_keystore(keystore, password)
+    elif location is not None:
         keystore = _read("ssl.keystore.location", str(location))
         private_key, chain = keystore, keystore
     elif inline_key is not None and inline_chain is not None:
@@ -64,12 +144,19 @@ def listener_tls_settings(config: Any, listener: str) -> dict[str, Any]:
             "ssl.keystore.certificate.chain",
             name="ssl.keystore.location",
         )
+    if key_password is not None and keystore_type != "PKCS12":
+        private_key = _decrypted_pem_key(private_key, key_password)
     trust_location = _value(config, listener, "ssl.truststore.location")
-    _pem_only(config, listener, "ssl.truststore.type", trust_location is not None)
+    truststore_type = _store_type(
+        config, listener, "ssl.truststore.type", trust_location is not None
+    )
     inline_trust = _value(config, listener, "ssl.truststore.certificates")
     truststore: bytes | None = None
     if trust_location is not None:
         truststore = _read("ssl.truststore.location", str(trust_location))
+        if truststore_type == "PKCS12":
+            password = _password(config, listener, "ssl.truststore.password")
+            truststore = _pkcs12_truststore(truststore, password)
     elif inline_trust is not None:
         truststore = str(inline_trust).encode()
     protocols = _value(config, listener, "ssl.enabled.protocols") or []

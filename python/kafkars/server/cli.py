@@ -12,7 +12,7 @@ import click
 
 from kafkars import __version__
 from kafkars.config import ConfigException, KafkaConfig, parse_overrides
-from kafkars.server.kafka_server import KafkaServer, StartupError
+from kafkars.server.kafka_server import KafkaServer
 from kafkars.server.logging_config import LEVELS, LoggingConfigError, configure_logging
 
 
@@ -86,13 +86,14 @@ def main(
     signal.signal(signal.SIGINT, on_signal)
     try:
         server.startup()
-    except (StartupError, ConfigException) as e:
-        # A mistake of the user's: one line, no traceback.
-        logging.getLogger("kafkars.server").error("Fatal error during start-up: %s", e)
-        server.shutdown()
-        raise SystemExit(1) from None
-    except Exception:
-        logging.getLogger("kafkars.server").exception("Fatal error during start-up")
+    except Exception as e:
+        # Most start-up failures are a setting or a path of the user's: one line; the
+        # traceback is there for --log-level DEBUG.
+        log = logging.getLogger("kafkars.server")
+        # The Rust core's errors carry (error code, message).
+        message = e.args[1] if len(e.args) == 2 and isinstance(e.args[0], int) else str(e)
+        log.error("Fatal error during start-up: %s", message)
+        log.debug("Start-up failure", exc_info=True)
         server.shutdown()
         raise SystemExit(1) from None
     if ready_file:
