@@ -449,6 +449,37 @@ fn decode(
     })
 }
 
+/// [`decode`] without Python, for the fuzz target in `fuzz/`: `blobs` as one binary
+/// array (a `None` is a null row), the options from the bits of `flags` (headers, batch
+/// fields, error column, CRC check, control batches skipped). Returns the rows decoded.
+#[doc(hidden)]
+pub fn fuzz_decode_batches(
+    blobs: &[Option<&[u8]>],
+    flags: u8,
+    start_offset: Option<i64>,
+    end_offset: Option<i64>,
+) -> Result<usize, String> {
+    let opts = Options {
+        include_headers: flags & 1 != 0,
+        batch_fields: flags & 2 != 0,
+        on_error: if flags & 4 != 0 {
+            OnError::Column
+        } else {
+            OnError::Raise
+        },
+        verify_crc: flags & 8 != 0,
+        skip_control: flags & 16 != 0,
+        start_offset,
+        end_offset,
+    };
+    let blobs = Blobs::Binary(BinaryArray::from_iter(blobs.iter().copied()));
+    let topics = PerRow::Scalar("fuzz".to_owned());
+    let partitions = PerRow::Scalar(Some(0));
+    decode(&blobs, &topics, &partitions, &opts)
+        .map(|batch| batch.num_rows())
+        .map_err(|e| e.message)
+}
+
 /// Moves an array out of an object implementing the Arrow PyCapsule interface.
 fn import_array(obj: &Bound<'_, PyAny>) -> PyResult<ArrayRef> {
     let (schema, array): (Bound<'_, PyCapsule>, Bound<'_, PyCapsule>) =

@@ -13,6 +13,9 @@ mod segment_reader;
 mod splice;
 mod storage;
 
+#[doc(hidden)]
+pub use arrow_decode::fuzz_decode_batches;
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
