@@ -89,3 +89,38 @@ def test_producer_byte_rate_throttles(make_broker: Callable[..., Broker], topic:
     # Removing the quota ends it.
     remove = [{"key": "producer_byte_rate", "value": 0.0, "remove": True}]
     admin.call(ALTER_QUOTAS, 1, {"entries": [{"entity": entity, "ops": remove}]})
+
+
+def test_quota_metrics_show_rate_and_throttle(
+    make_broker: Callable[..., Broker], topic: str
+) -> None:
+    import urllib.request
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    broker = make_broker(config={"quota.window.num": 2, "kafkars.metrics.port": 0})
+    topics = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    topics.create_topics([NewTopic(topic, 1, 1)])[topic].result(10)
+    admin = Connection(broker, "admin")
+    entity = [{"entity_type": "client-id", "entity_name": "metered"}]
+    ops = [{"key": "producer_byte_rate", "value": 10_000.0, "remove": False}]
+    admin.call(ALTER_QUOTAS, 1, {"entries": [{"entity": entity, "ops": ops}]})
+    client = Connection(broker, "metered")
+    batch = _core.build_batch([(None, b"x" * 50_000, 1_000, [])])
+    body = {
+        "acks": 1,
+        "timeout_ms": 5000,
+        "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": batch}]}],
+    }
+    throttle = client.call(PRODUCE, 9, body)["throttle_time_ms"]
+    assert throttle > 0
+    url = f"http://127.0.0.1:{broker.metrics_port}/metrics"
+    families = text_string_to_metric_families(urllib.request.urlopen(url).read().decode())
+    quota_samples = {
+        s.name: s.value
+        for family in families
+        for s in family.samples
+        if s.labels == {"quota": "producer_byte_rate", "user": "ANONYMOUS", "client_id": "metered"}
+    }
+    assert quota_samples["kafka_server_quota_rate"] > 10_000
+    assert quota_samples["kafka_server_quota_throttle_time_seconds_total"] == throttle / 1000

@@ -13,6 +13,7 @@ Prometheus scrapes.
 from __future__ import annotations
 
 import logging
+import time
 from collections import Counter
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -73,6 +74,7 @@ class BrokerCollector:
         yield from self._broker_gauges()
         yield from self._log_gauges()
         yield from self._group_lag()
+        yield from self._quota_metrics()
 
     def _topic_metrics(self) -> Iterator[Metric]:
         topics = self.server.topic_metrics
@@ -189,6 +191,29 @@ class BrokerCollector:
             start.add_metric(key, lg.log_start_offset)
             segments.add_metric(key, lg.num_segments)
         yield from (size, end, start, segments)
+
+    def _quota_metrics(self) -> Iterator[Metric]:
+        """Kafka's per-client quota metrics: the observed rate and the throttle time."""
+        manager = getattr(self.server, "quota_manager", None)
+        if manager is None:
+            return
+        labels = ["quota", "user", "client_id"]
+        rate = GaugeMetricFamily(
+            "kafka_server_quota_rate",
+            "Observed rate of a client with a quota: bytes per second for "
+            "producer_byte_rate/consumer_byte_rate, ms per second for request_percentage.",
+            labels=labels,
+        )
+        for key, user, client, value in manager.rates(int(time.time() * 1000)):
+            rate.add_metric([key, user, client], value)
+        throttled = CounterMetricFamily(
+            "kafka_server_quota_throttle_time_seconds",
+            "Throttle time given to clients over their quota.",
+            labels=labels,
+        )
+        for (key, user, client), ms in sorted(dict(manager.throttle_ms).items()):
+            throttled.add_metric([key, user, client], ms / 1000)
+        yield from (rate, throttled)
 
     def _group_lag(self) -> Iterator[Metric]:
         """Per group and partition: log end offset minus the committed offset."""

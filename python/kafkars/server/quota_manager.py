@@ -128,6 +128,8 @@ class ClientQuotaManager:
         self.window_num, self.window_size_ms = window_num, window_size_ms
         self._lock = threading.Lock()
         self._rates: dict[tuple[str, str, str], Rate] = {}
+        # Per (quota, user, client id): throttle time handed out, in ms (for metrics).
+        self.throttle_ms: dict[tuple[str, str, str], int] = {}
 
     def record(self, key: str, user: str, client_id: str, value: float, now_ms: int) -> int:
         """Records `value` (bytes, or request time in ms) and returns the throttle time in
@@ -148,4 +150,17 @@ class ClientQuotaManager:
         if observed <= quota or quota <= 0:
             return 0
         window_ms = self.window_num * self.window_size_ms
-        return min(int((observed - quota) / quota * window_ms), window_ms)
+        throttle = min(int((observed - quota) / quota * window_ms), window_ms)
+        with self._lock:
+            entity = (key, user, client_id)
+            self.throttle_ms[entity] = self.throttle_ms.get(entity, 0) + throttle
+        return throttle
+
+    def rates(self, now_ms: int) -> list[tuple[str, str, str, float]]:
+        """(quota, user, client id, observed rate per second) of every client with a quota
+        (bytes per second; request_percentage as milliseconds per second)."""
+        with self._lock:
+            return [
+                (key, user, client, rate.per_second(now_ms))
+                for (key, user, client), rate in self._rates.items()
+            ]
