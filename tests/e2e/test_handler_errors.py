@@ -71,7 +71,7 @@ def test_raising_handler_answers_error_response_and_connection_stays(
 
 def test_response_that_does_not_encode_answers_error_response(embedded: Broker) -> None:
     """A handler's response the codec cannot encode is replaced by the error response."""
-    embedded._server.apis.handlers[ApiKey.METADATA] = lambda server, request: {"topics": "oops"}
+    embedded._server.apis.handlers[ApiKey.METADATA] = lambda apis, request: {"topics": "oops"}
     with RawConnection(embedded) as conn:
         failed = conn.call(metadata_request("a"), MetadataResponse, 8)
         assert [(t.name, t.error_code) for t in failed.topics] == [("a", -1)]
@@ -114,7 +114,7 @@ def test_admin_client_sees_unknown_server_error_and_carries_on(embedded: Broker)
 def test_delayed_fetch_completion_that_raises_answers_error_response(
     embedded: Broker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    embedded._server.create_topic("waiting", 1, {})
+    embedded._server.controller.create_topic("waiting", 1, {})
 
     def failing_read(*args: Any) -> Any:
         raise RuntimeError("read failed on purpose")

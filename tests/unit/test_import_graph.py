@@ -89,3 +89,52 @@ def test_no_import_cycles() -> None:
 def test_cycle_finder_finds_cycles() -> None:
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+# -- the handlers' seam ------------------------------------------------------------------
+APIS = ROOT / "kafkars" / "server" / "apis"
+
+
+def server_references(path: Path) -> list[str]:
+    """What in a handler module reaches for the KafkaServer: an import of
+    kafkars.server.kafka_server (even under TYPE_CHECKING), or a `server` parameter or
+    name. Handlers take `(apis, request)` and use the collaborators KafkaApis was given."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        line = f"{path.name}:{getattr(node, 'lineno', 0)}"
+        if isinstance(node, ast.Import):
+            found += [f"{line} imports {a.name}" for a in node.names if "kafka_server" in a.name]
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            names = [a.name for a in node.names]
+            if "kafka_server" in module or "kafka_server" in names or "KafkaServer" in names:
+                found.append(f"{line} imports from {module or '.'}")
+        elif isinstance(node, ast.arg) and node.arg == "server":
+            found.append(f"{line} has a `server` parameter")
+        elif isinstance(node, ast.Name) and node.id in ("server", "KafkaServer"):
+            found.append(f"{line} refers to `{node.id}`")
+        elif isinstance(node, ast.Constant) and node.value == "KafkaServer":
+            found.append(f"{line} names KafkaServer in an annotation")
+    return found
+
+
+def test_handlers_never_see_the_server() -> None:
+    files = sorted(APIS.glob("*.py"))
+    assert len(files) > 10
+    found = [ref for f in files for ref in server_references(f)]
+    assert not found, "\n".join(found)
+
+
+def test_server_reference_finder_finds_them(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from kafkars.server.kafka_server import KafkaServer\n"
+        "def handle(server: 'KafkaServer', request: object) -> None:\n"
+        "    return server.metadata\n"
+    )
+    assert len(server_references(bad)) >= 3
+    good = tmp_path / "good.py"
+    good.write_text("def handle(apis: object, request: object) -> object:\n    return apis\n")
+    assert server_references(good) == []

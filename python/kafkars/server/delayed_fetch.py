@@ -16,7 +16,8 @@ from kafkars.server.error_responses import respond_or_error
 from kafkars.server.errors import KafkaError
 
 if TYPE_CHECKING:
-    from kafkars.server.kafka_server import KafkaServer
+    from kafkars.server.metrics import BrokerTopicMetrics
+    from kafkars.server.replica_manager import ReplicaManager
 
 log = logging.getLogger("kafkars.server.DelayedFetch")
 
@@ -30,9 +31,13 @@ class DelayedFetch:
     high watermark position with where the fetch started."""
 
     def __init__(
-        self, server: KafkaServer, request: Any, plan: FetchPlan, first_read: list[dict[str, Any]]
+        self,
+        purgatory: FetchPurgatory,
+        request: Any,
+        plan: FetchPlan,
+        first_read: list[dict[str, Any]],
     ) -> None:
-        self.server = server
+        self.purgatory = purgatory
         self.request = request
         self.plan = plan
         self.delay_ms = plan.max_wait_ms
@@ -55,7 +60,7 @@ class DelayedFetch:
         available = 0
         for (topic, index), (offset, metadata) in self._start.items():
             try:
-                log = self.server.replica_manager.get_partition(topic, index).log
+                log = self.purgatory.replica_manager.get_partition(topic, index).log
             except KafkaError:
                 return True  # the partition went away: answer with its error now
             if self.plan.isolation_level == READ_COMMITTED and log.last_stable_offset <= offset:
@@ -70,8 +75,8 @@ class DelayedFetch:
 
     def on_complete(self) -> None:
         def build() -> dict[str, Any]:
-            responses, _, _ = read_plan(self.server, self.plan)
-            self.server.topic_metrics.record_fetch(responses)
+            responses, _, _ = read_plan(self.purgatory.replica_manager, self.plan)
+            self.purgatory.topic_metrics.record_fetch(responses)
             return fetch_response(responses)
 
         # A read that fails answers with the Fetch error response, as the first one would.
@@ -81,12 +86,13 @@ class DelayedFetch:
 class FetchPurgatory:
     """Watches delayed fetches by partition."""
 
-    def __init__(self, server: KafkaServer) -> None:
-        self.server = server
+    def __init__(self, replica_manager: ReplicaManager, topic_metrics: BrokerTopicMetrics) -> None:
+        self.replica_manager = replica_manager
+        self.topic_metrics = topic_metrics
         self._purgatory = _core.DelayedOperationPurgatory("Fetch")
 
     def watch(self, request: Any, plan: FetchPlan, first_read: list[dict[str, Any]]) -> None:
-        op = DelayedFetch(self.server, request, plan, first_read)
+        op = DelayedFetch(self, request, plan, first_read)
         keys = [partition_key(t, p) for t, p in plan.partition_keys]
         self._purgatory.try_complete_else_watch(op, keys)
 

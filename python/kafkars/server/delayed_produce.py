@@ -17,7 +17,7 @@ from kafkars.server.error_responses import respond_or_error
 from kafkars.server.errors import Errors, KafkaError
 
 if TYPE_CHECKING:
-    from kafkars.server.kafka_server import KafkaServer
+    from kafkars.server.replica_manager import ReplicaManager
 
 log = logging.getLogger("kafkars.server.DelayedProduce")
 
@@ -28,13 +28,13 @@ class DelayedProduce:
 
     def __init__(
         self,
-        server: KafkaServer,
+        replica_manager: ReplicaManager,
         request: Any,
         response: dict[str, Any],
         pending: dict[tuple[str, int], tuple[int, dict[str, Any]]],
         timeout_ms: int,
     ) -> None:
-        self.server = server
+        self.replica_manager = replica_manager
         self.request = request
         self.response = response
         self.pending = dict(pending)
@@ -43,7 +43,7 @@ class DelayedProduce:
     def try_complete(self) -> bool:
         for tp, (required, result) in list(self.pending.items()):
             try:
-                hw = self.server.replica_manager.get_partition(*tp).log.high_watermark
+                hw = self.replica_manager.get_partition(*tp).log.high_watermark
             except KafkaError as e:
                 result["error_code"] = int(e.code)
                 hw = required

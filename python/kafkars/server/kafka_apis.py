@@ -1,4 +1,11 @@
-"""Kafka's `KafkaApis`: routes every request by API key to its handler."""
+"""Kafka's `KafkaApis`: routes every request by API key to its handler.
+
+Handlers are `handler(apis, request)`: they reach the broker's components only through
+the collaborators `KafkaApis` is constructed with (the metadata cache, the controller,
+the replica manager, the coordinators, the config, quotas, the authorizer), never through
+the server that started them. The handlers read configuration through `config`, the
+`DynamicBrokerConfig`, so a dynamic change is seen by the next request.
+"""
 
 from __future__ import annotations
 
@@ -30,14 +37,30 @@ from kafkars.server.error_responses import error_response, respond_with_error
 from kafkars.server.quota_manager import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE
 
 if TYPE_CHECKING:
-    from kafkars.server.kafka_server import KafkaServer
+    from kafkars.coordinator.group import GroupCoordinator
+    from kafkars.coordinator.group.consumer_group import ConsumerGroupCoordinator
+    from kafkars.coordinator.group.group_metadata_manager import GroupMetadataManager
+    from kafkars.coordinator.transaction import TransactionCoordinator
+    from kafkars.coordinator.transaction.transaction_state_manager import (
+        TransactionStateManager,
+    )
+    from kafkars.security.scram import ScramCredentialStore
+    from kafkars.server.controller import Controller
+    from kafkars.server.delayed_fetch import FetchPurgatory
+    from kafkars.server.delayed_produce import ProducePurgatory
+    from kafkars.server.dynamic_config import DynamicBrokerConfig
+    from kafkars.server.metadata_cache import MetadataCache
+    from kafkars.server.metrics import BrokerTopicMetrics
+    from kafkars.server.quota_manager import ClientQuotaManager, QuotaStore
+    from kafkars.server.replica_manager import ReplicaManager
+    from kafkars.server.txn_markers import TransactionMarkerWriter
 
 log = logging.getLogger("kafkars.server.KafkaApis")
 log_authorizer = logging.getLogger("kafka.authorizer.logger")
 # Every request at DEBUG, as Kafka's kafka.request.logger (see logging_config).
 log_request = logging.getLogger("kafkars.request")
 
-Handler = Callable[["KafkaServer", Any], "dict[str, Any] | None"]
+Handler = Callable[["KafkaApis", Any], "dict[str, Any] | None"]
 
 HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.API_VERSIONS: versions.handle_api_versions,
@@ -93,16 +116,53 @@ def codec_version_ranges() -> dict[int, tuple[int, int]]:
     return {key: (low, high) for key, low, high in _core.protocol.api_keys().values()}
 
 
-def _topic_names_by_id(server: Any) -> dict[Any, str]:
-    return {t.topic_id: t.name for t in server.metadata.topics()}
-
-
 class KafkaApis:
     """Called on the handler threads with each request; returns its response (or None when
     the handler answers later, as delayed operations do)."""
 
-    def __init__(self, server: KafkaServer, handlers: dict[ApiKey, Handler] | None = None) -> None:
-        self.server = server
+    def __init__(
+        self,
+        *,
+        broker_id: int,
+        config: DynamicBrokerConfig,
+        metadata_cache: MetadataCache,
+        controller: Controller,
+        replica_manager: ReplicaManager,
+        group_coordinator: GroupCoordinator | None,
+        consumer_group_coordinator: ConsumerGroupCoordinator | None,
+        group_metadata_manager: GroupMetadataManager,
+        transaction_coordinator: TransactionCoordinator | None,
+        transaction_state_manager: TransactionStateManager,
+        txn_marker_writer: TransactionMarkerWriter,
+        fetch_purgatory: FetchPurgatory | None,
+        produce_purgatory: ProducePurgatory | None,
+        quota_manager: ClientQuotaManager,
+        quota_store: QuotaStore,
+        authorizer: Any | None,
+        scram_store: ScramCredentialStore,
+        sasl_settings: dict[str, Any],
+        topic_metrics: BrokerTopicMetrics,
+        handlers: dict[ApiKey, Handler] | None = None,
+    ) -> None:
+        self.broker_id = broker_id
+        self.config = config
+        self.metadata_cache = metadata_cache
+        self.controller = controller
+        self.replica_manager = replica_manager
+        self.group_coordinator = group_coordinator
+        self.consumer_group_coordinator = consumer_group_coordinator
+        self.group_metadata_manager = group_metadata_manager
+        self.transaction_coordinator = transaction_coordinator
+        self.transaction_state_manager = transaction_state_manager
+        self.txn_marker_writer = txn_marker_writer
+        self.fetch_purgatory = fetch_purgatory
+        self.produce_purgatory = produce_purgatory
+        self.quota_manager = quota_manager
+        self.quota_store = quota_store
+        self.authorizer = authorizer
+        self.scram_store = scram_store
+        self.sasl_settings = sasl_settings
+        self.topic_metrics = topic_metrics
         self.handlers = dict(HANDLERS if handlers is None else handlers)
         self.advertised = advertised_versions(set(self.handlers), codec_version_ranges())
         self.request_count: dict[int, int] = {}
@@ -115,7 +175,7 @@ class KafkaApis:
         user = principal.split(":", 1)[-1]
         client = request.client_id or ""
         now = int(time.time() * 1000)
-        manager = self.server.quota_manager
+        manager = self.quota_manager
         throttle = manager.record(REQUEST_PERCENTAGE, user, client, took_ns / 1e6, now)
         if key == ApiKey.PRODUCE:
             size = sum(
@@ -139,7 +199,7 @@ class KafkaApis:
         """Checks the request against the ACLs; a denied one is answered here with its
         API's error response carrying the authorization error."""
         key = ApiKey(request.api_key)
-        names = _topic_names_by_id(self.server) if key == ApiKey.FETCH else {}
+        names = self.metadata_cache.topic_names_by_id() if key == ApiKey.FETCH else {}
         principal = request.principal or "User:ANONYMOUS"
         denied = first_denial(
             authorizer, principal, request.client_host, required(key, request.body, names)
@@ -183,12 +243,12 @@ class KafkaApis:
             request.respond_unsupported_version()
             return None
         started = time.perf_counter_ns()
-        authorizer = getattr(self.server, "authorizer", None)
+        authorizer = self.authorizer
         if authorizer is not None and not self._authorized(authorizer, request):
             return None
         try:
-            response = handler(self.server, request)
-            if response is not None and self.server.quota_store.entities():
+            response = handler(self, request)
+            if response is not None and self.quota_store.entities():
                 self._throttle(request, key, response, time.perf_counter_ns() - started)
             if response is not None:
                 # Answered here rather than returned, so a response that does not encode

@@ -16,13 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from kafkars import _core
-from kafkars.config import ConfigException, ConfigStore, KafkaConfig, LogConfig, describe_topic
+from kafkars.config import ConfigException, ConfigStore, KafkaConfig
 from kafkars.config.ssl import tls_settings_by_listener
 from kafkars.coordinator.group import GroupCoordinator
 from kafkars.coordinator.group.consumer_group import ConsumerGroupConfig, ConsumerGroupCoordinator
 from kafkars.coordinator.group.group_coordinator import GroupConfig
 from kafkars.coordinator.group.group_metadata_manager import (
-    GROUP_METADATA_TOPIC_NAME,
     GroupMetadataManager,
 )
 from kafkars.coordinator.transaction import TransactionConfig, TransactionCoordinator
@@ -32,17 +31,19 @@ from kafkars.log import read_properties
 from kafkars.security.authorizer import build_authorizer
 from kafkars.security.sasl import listener_sasl_settings
 from kafkars.security.scram import ScramCredentialStore
+from kafkars.server.controller import LocalController
 from kafkars.server.delayed_fetch import FetchPurgatory
 from kafkars.server.delayed_produce import ProducePurgatory
-from kafkars.server.errors import Errors, KafkaError
+from kafkars.server.dynamic_config import DynamicBrokerConfig
 from kafkars.server.kafka_apis import KafkaApis
 from kafkars.server.log_tasks import schedule_log_tasks
-from kafkars.server.log_validator import TimestampLimits
-from kafkars.server.metadata import METADATA_FILE, MetadataStore, TopicMetadata
+from kafkars.server.metadata import METADATA_FILE, MetadataStore
+from kafkars.server.metadata_cache import MetadataCache
 from kafkars.server.metrics import BrokerTopicMetrics, MetricsServer
 from kafkars.server.quota_manager import ClientQuotaManager, QuotaStore
 from kafkars.server.replica_manager import ReplicaManager
 from kafkars.server.scheduler import KafkaScheduler
+from kafkars.server.txn_markers import TransactionMarkerWriter
 
 log = logging.getLogger("kafkars.server.KafkaServer")
 
@@ -104,37 +105,11 @@ def resolve_identity(dirs: list[str], configured_id: int, reserved_max_id: int) 
     return broker_id, cluster_id
 
 
-def storage_settings(config: LogConfig) -> dict[str, Any]:
-    """A topic's effective LogConfig in the shape the Rust log takes."""
-    get = config.get
-    return {
-        "segment_bytes": int(get("segment.bytes")),
-        "segment_ms": int(get("segment.ms")),
-        "segment_jitter_ms": int(get("segment.jitter.ms")),
-        "max_index_size": int(get("segment.index.bytes")),
-        "index_interval_bytes": int(get("index.interval.bytes")),
-        "max_message_bytes": int(get("max.message.bytes")),
-        "flush_interval_messages": int(get("flush.messages")),
-        "flush_ms": int(get("flush.ms")),
-        "file_delete_delay_ms": int(get("file.delete.delay.ms")),
-        "message_timestamp_type": str(get("message.timestamp.type")),
-        "compression": str(get("compression.type")),
-        "compacted": "compact" in get("cleanup.policy"),
-        "retention_ms": int(get("retention.ms")),
-        "retention_bytes": int(get("retention.bytes")),
-        "delete_policy": "delete" in get("cleanup.policy"),
-        "delete_retention_ms": int(get("delete.retention.ms")),
-        "min_cleanable_dirty_ratio": float(get("min.cleanable.dirty.ratio")),
-        "min_compaction_lag_ms": int(get("min.compaction.lag.ms")),
-        "max_compaction_lag_ms": int(get("max.compaction.lag.ms")),
-    }
-
-
 class KafkaServer:
     """One broker. `startup()` binds its listeners; `shutdown()` is graceful and idempotent."""
 
     def __init__(self, config: KafkaConfig) -> None:
-        self.config = config
+        self.dynamic_config = DynamicBrokerConfig(config)
         self.socket_server: Any = None
         self.fetch_purgatory: FetchPurgatory | None = None
         self.produce_purgatory: ProducePurgatory | None = None
@@ -148,46 +123,11 @@ class KafkaServer:
         self._started = False
         self._stopped = threading.Event()
 
-    # -- configuration shortcuts used by the handlers -------------------------------------
     @property
-    def auto_create_topics(self) -> bool:
-        return bool(self.config.get("auto.create.topics.enable"))
-
-    @property
-    def default_partitions(self) -> int:
-        return int(self.config.get("num.partitions"))
-
-    @property
-    def default_replication_factor(self) -> int:
-        return int(self.config.get("default.replication.factor"))
-
-    @property
-    def delete_topic_enable(self) -> bool:
-        return bool(self.config.get("delete.topic.enable"))
-
-    @property
-    def transaction_max_timeout_ms(self) -> int:
-        return int(self.config.get("transaction.max.timeout.ms"))
-
-    @property
-    def rack(self) -> str | None:
-        value = self.config.get("broker.rack")
-        return str(value) if value else None
-
-    @property
-    def log_dirs(self) -> list[str]:
-        return [str(Path(d).resolve()) for d in self.config.log_dirs]
-
-    def log_config(self, overrides: dict[str, str]) -> LogConfig:
-        return LogConfig.from_layers(self.config, overrides)
-
-    def storage_config(self, overrides: dict[str, str]) -> dict[str, Any]:
-        """The topic's effective settings in the shape the Rust log takes."""
-        return storage_settings(self.log_config(overrides))
-
-    def timestamp_limits(self, overrides: dict[str, str]) -> TimestampLimits | None:
-        """The topic's CreateTime timestamp bounds checked on append, if any."""
-        return TimestampLimits.from_log_config(self.log_config(overrides))
+    def config(self) -> KafkaConfig:
+        """The configuration as it is now (dynamic changes are swapped in by
+        `dynamic_config`, through which every component reads it)."""
+        return self.dynamic_config.current
 
     # -- lifecycle ---------------------------------------------------------------------------
     def startup(self) -> None:
@@ -204,7 +144,7 @@ class KafkaServer:
         tls_settings = tls_settings_by_listener(self.config)
         # Rust events below the level Python prints are not even formatted.
         _core.set_rust_log_level(logging.getLogger("kafkars").getEffectiveLevel())
-        dirs = self.log_dirs
+        dirs = self.dynamic_config.log_dirs
         for d in dirs:
             prepare_log_dir(Path(d))
         self.broker_id, self.cluster_id = resolve_identity(
@@ -224,10 +164,8 @@ class KafkaServer:
             window_num=int(self.config.get("quota.window.num")),
             window_size_ms=int(self.config.get("quota.window.size.seconds")) * 1000,
         )
-        self.config = self.config.with_dynamic(
-            self.config_store.broker_configs(self.broker_id),
-            self.config_store.default_broker_configs(),
-        )
+        self.dynamic_config.load(self.config_store, self.broker_id)
+        self.dynamic_config.add_validator(self._reload_listener_certificates)
         try:
             self.log_manager = _core.LogManager(dirs, self.broker_id, self.cluster_id)
         except _core.LogError as e:
@@ -235,9 +173,9 @@ class KafkaServer:
         try:
             report = self.log_manager.load_logs(
                 int(self.config.get("num.recovery.threads.per.data.dir")),
-                self.storage_config({}),
+                self.dynamic_config.storage_config({}),
                 {
-                    topic.name: self.storage_config(topic.configs)
+                    topic.name: self.dynamic_config.storage_config(topic.configs)
                     for topic in self.metadata.topics()
                 },
             )
@@ -257,8 +195,17 @@ class KafkaServer:
         )
 
         self.replica_manager = ReplicaManager(self.log_manager, self.broker_id)
-        for topic in self.metadata.topics():
-            self._become_leader(topic)
+        self.controller = LocalController(self.metadata, self.replica_manager, self.dynamic_config)
+        self.controller.startup()
+        self.dynamic_config.add_reconfigurable(self.controller.reconfigure)
+        self.metadata_cache = MetadataCache(
+            self.metadata,
+            broker_id=self.broker_id,
+            cluster_id=self.cluster_id,
+            endpoint=self.advertised_endpoint,
+            listener_names=lambda: [name for name, _, _, _ in self.bound_listeners],
+            rack=lambda: self.dynamic_config.rack,
+        )
         t = step("replica manager", t)
 
         # Kafka's background tasks: retention, flushes, checkpoints, segment deletion.
@@ -267,12 +214,14 @@ class KafkaServer:
         schedule_log_tasks(self.kafka_scheduler, self.log_manager, self.config)
         t = step("scheduler", t)
 
-        self.fetch_purgatory = FetchPurgatory(self)
+        self.fetch_purgatory = FetchPurgatory(self.replica_manager, self.topic_metrics)
         self.replica_manager.add_append_listener(self.fetch_purgatory.on_append)
         self.produce_purgatory = ProducePurgatory()
         # One broker: the high watermark moves with each append.
         self.replica_manager.add_append_listener(self.produce_purgatory.on_high_watermark)
-        self.group_metadata_manager = GroupMetadataManager(self)
+        self.group_metadata_manager = GroupMetadataManager(
+            self.dynamic_config, self.metadata_cache, self.controller, self.replica_manager
+        )
         self.group_coordinator = GroupCoordinator(
             GroupConfig.from_broker(self.config), self.group_metadata_manager
         )
@@ -289,16 +238,41 @@ class KafkaServer:
         )
         self.consumer_group_coordinator.load(self.group_metadata_manager.consumer_group_records)
         t = step("group coordinator", t)
-        self.transaction_state_manager = TransactionStateManager(self)
+        self.txn_marker_writer = TransactionMarkerWriter(
+            self.replica_manager, self.group_coordinator
+        )
+        self.transaction_state_manager = TransactionStateManager(
+            self.dynamic_config, self.metadata_cache, self.controller, self.replica_manager
+        )
         self.transaction_coordinator = TransactionCoordinator(
             TransactionConfig.from_broker(self.config),
             ProducerIdManager(self.metadata.allocate_producer_id_block),
             self.transaction_state_manager,
-            self.write_txn_markers,
+            self.txn_marker_writer.write_txn_markers,
         )
         self.transaction_coordinator.startup()
         t = step("transaction coordinator", t)
-        self.apis = KafkaApis(self)
+        self.apis = KafkaApis(
+            broker_id=self.broker_id,
+            config=self.dynamic_config,
+            metadata_cache=self.metadata_cache,
+            controller=self.controller,
+            replica_manager=self.replica_manager,
+            group_coordinator=self.group_coordinator,
+            consumer_group_coordinator=self.consumer_group_coordinator,
+            group_metadata_manager=self.group_metadata_manager,
+            transaction_coordinator=self.transaction_coordinator,
+            transaction_state_manager=self.transaction_state_manager,
+            txn_marker_writer=self.txn_marker_writer,
+            fetch_purgatory=self.fetch_purgatory,
+            produce_purgatory=self.produce_purgatory,
+            quota_manager=self.quota_manager,
+            quota_store=self.quota_store,
+            authorizer=self.authorizer,
+            scram_store=self.scram_store,
+            sasl_settings=self.sasl_settings,
+            topic_metrics=self.topic_metrics,
+        )
         t = step("apis", t)
 
         listeners = [
@@ -357,14 +331,6 @@ class KafkaServer:
         host, port = bound.get(listener_name, ("127.0.0.1", 0))
         return host, port
 
-    def advertised_listeners_string(self) -> str:
-        """`advertised.listeners` as clients see it, with bound ports filled in."""
-        parts = []
-        for name, _, _, _ in self.bound_listeners:
-            host, port = self.advertised_endpoint(name)
-            parts.append(f"{name}://{host}:{port}")
-        return ",".join(parts)
-
     def shutdown(self) -> None:
         with self._shutdown_lock:
             if self._stopped.is_set():
@@ -397,108 +363,15 @@ class KafkaServer:
     def await_shutdown(self, timeout: float | None = None) -> bool:
         return self._stopped.wait(timeout)
 
-    # -- transaction markers ----------------------------------------------------------------
-    def write_txn_marker(
-        self,
-        topic: str,
-        partition: int,
-        producer_id: int,
-        producer_epoch: int,
-        coordinator_epoch: int,
-        *,
-        commit: bool,
-    ) -> None:
-        """Writes one COMMIT/ABORT marker; on `__consumer_offsets` the group coordinator
-        then applies or drops the transaction's offsets."""
-        self.replica_manager.write_txn_marker(
-            topic, partition, producer_id, producer_epoch, coordinator_epoch, commit=commit
-        )
-        if topic == GROUP_METADATA_TOPIC_NAME and self.group_coordinator is not None:
-            self.group_coordinator.complete_txn_offsets(producer_id, commit)
-
-    def write_txn_markers(
-        self, producer_id: int, producer_epoch: int, commit: bool, partitions: list[tuple[str, int]]
-    ) -> None:
-        """The coordinator's markers for one transaction, one per partition. A partition
-        that no longer exists (its topic was deleted) needs none."""
-        for topic, partition in partitions:
-            try:
-                self.write_txn_marker(
-                    topic, partition, producer_id, producer_epoch, 0, commit=commit
-                )
-            except KafkaError as e:
-                if e.code is not Errors.UNKNOWN_TOPIC_OR_PARTITION:
-                    raise
-                log.info("Skipping the transaction marker for deleted %s-%d", topic, partition)
-
-    # -- topic administration (the single-broker controller) ------------------------------
-    def _become_leader(self, topic: TopicMetadata) -> None:
-        settings = self.storage_config(topic.configs)
-        limits = self.timestamp_limits(topic.configs)
-        for index in range(topic.num_partitions):
-            self.replica_manager.become_leader(topic.name, index, settings, limits)
-
-    def validate_topic_configs(self, configs: dict[str, str]) -> None:
-        try:
-            LogConfig.validate_overrides(configs)
-        except Exception as e:  # ConfigException: the message names key, value and rule
-            raise KafkaError(Errors.INVALID_CONFIG, str(e)) from None
-
-    def create_topic(self, name: str, partitions: int, configs: dict[str, str]) -> TopicMetadata:
-        topic = self.metadata.create(name, partitions, 1, configs)
-        self._become_leader(topic)
-        log.info("Created topic %s with %d partition(s), id %s", name, partitions, topic.topic_id)
-        return topic
-
-    def delete_topic(self, name: str) -> None:
-        self.metadata.delete(name)
-        self.replica_manager.remove_topic(name)
-        log.info("Deleted topic %s", name)
-
-    def add_partitions(self, name: str, count: int) -> None:
-        topic = self.metadata.get(name)
-        if topic is None:
-            raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION)
-        self.metadata.set_partitions(name, count)
-        self._become_leader(topic)
-
-    def describe_topic_configs(self, name: str, overrides: dict[str, str]) -> list[Any]:
-        return describe_topic(self.config, overrides)
-
-    def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
-        """Replaces a topic's overrides and applies them to its logs at once."""
-        self.metadata.set_configs(name, configs)
-        self.replica_manager.update_config(
-            name, self.storage_config(configs), self.timestamp_limits(configs)
-        )
-
-    @property
-    def dynamic_broker_configs(self) -> dict[str, str]:
-        return dict(self.config.dynamic_broker)
-
-    @property
-    def dynamic_default_configs(self) -> dict[str, str]:
-        return dict(self.config.dynamic_default)
-
-    def set_dynamic_broker_configs(self, configs: dict[str, str], *, per_broker: bool) -> None:
-        """Persists a dynamic layer, rebuilds the config and re-applies topic settings
-        (broker defaults such as log.retention.ms flow into every topic)."""
-        if per_broker:
-            new = self.config.with_dynamic(dynamic_broker=configs)
-        else:
-            new = self.config.with_dynamic(dynamic_default=configs)
-        # Listener certificates reload without a restart, as Kafka reloads keystores from
-        # dynamic listener.name.<l>.ssl.* configs; bad settings fail the change here.
-        if self.socket_server is not None:
-            for listener, settings in tls_settings_by_listener(new).items():
-                if settings != tls_settings_by_listener(self.config).get(listener):
-                    try:
-                        self.socket_server.update_tls(listener, settings)
-                    except ValueError as e:
-                        raise ConfigException(str(e)) from None
-        self.config_store.set_broker_configs(self.broker_id if per_broker else None, configs)
-        self.config = new
-        for topic in self.metadata.topics():
-            self.replica_manager.update_config(
-                topic.name, self.storage_config(topic.configs), self.timestamp_limits(topic.configs)
-            )
+    # -- dynamic listener certificates -------------------------------------------------------
+    def _reload_listener_certificates(self, current: KafkaConfig, new: KafkaConfig) -> None:
+        """Listener certificates reload without a restart, as Kafka reloads keystores from
+        dynamic listener.name.<l>.ssl.* configs; bad settings fail the change here."""
+        if self.socket_server is None:
+            return
+        for listener, settings in tls_settings_by_listener(new).items():
+            if settings != tls_settings_by_listener(current).get(listener):
+                try:
+                    self.socket_server.update_tls(listener, settings)
+                except ValueError as e:
+                    raise ConfigException(str(e)) from None

@@ -17,7 +17,10 @@ from kafkars.coordinator.group import consumer_group_records, records
 from kafkars.coordinator.group.group_metadata import GroupMetadata, OffsetAndMetadata
 
 if TYPE_CHECKING:
-    from kafkars.server.kafka_server import KafkaServer
+    from kafkars.server.controller import Controller
+    from kafkars.server.dynamic_config import DynamicBrokerConfig
+    from kafkars.server.metadata_cache import MetadataCache
+    from kafkars.server.replica_manager import ReplicaManager
 
 log = logging.getLogger("kafkars.coordinator.group.GroupMetadataManager")
 
@@ -90,9 +93,18 @@ class GroupStore:
 class GroupMetadataManager(GroupStore):
     """The durable store on this broker's `__consumer_offsets` partitions."""
 
-    def __init__(self, server: KafkaServer) -> None:
-        self.server = server
-        self.num_partitions = int(server.config.get("offsets.topic.num.partitions"))
+    def __init__(
+        self,
+        config: DynamicBrokerConfig,
+        metadata_cache: MetadataCache,
+        controller: Controller,
+        replica_manager: ReplicaManager,
+    ) -> None:
+        self.config = config
+        self.metadata_cache = metadata_cache
+        self.controller = controller
+        self.replica_manager = replica_manager
+        self.num_partitions = int(config.get("offsets.topic.num.partitions"))
         self._create_lock = threading.Lock()
         self._append_lock = threading.Lock()
         self._topic_ready = False
@@ -102,7 +114,7 @@ class GroupMetadataManager(GroupStore):
         self.pending_txn_offsets: dict[
             int, dict[str, dict[tuple[str, int], OffsetAndMetadata]]
         ] = {}
-        existing = server.metadata.get(GROUP_METADATA_TOPIC_NAME)
+        existing = metadata_cache.get(GROUP_METADATA_TOPIC_NAME)
         if existing is not None:
             # The partition count is fixed once the topic exists, whatever the config says now.
             self.num_partitions = existing.num_partitions
@@ -114,15 +126,15 @@ class GroupMetadataManager(GroupStore):
         if self._topic_ready:
             return
         with self._create_lock:
-            if self.server.metadata.get(GROUP_METADATA_TOPIC_NAME) is not None:
+            if self.metadata_cache.get(GROUP_METADATA_TOPIC_NAME) is not None:
                 self._topic_ready = True
                 return
             configs = {
                 "cleanup.policy": "compact",
                 "compression.type": "producer",
-                "segment.bytes": str(self.server.config.get("offsets.topic.segment.bytes")),
+                "segment.bytes": str(self.config.get("offsets.topic.segment.bytes")),
             }
-            self.server.create_topic(GROUP_METADATA_TOPIC_NAME, self.num_partitions, configs)
+            self.controller.create_topic(GROUP_METADATA_TOPIC_NAME, self.num_partitions, configs)
             self._topic_ready = True
 
     def append(self, group_id: str, batch: list[Record]) -> None:
@@ -130,7 +142,7 @@ class GroupMetadataManager(GroupStore):
         now = int(time.time() * 1000)
         data = codec.build_batch([(k, v, now, []) for k, v in batch], compression="none")
         with self._append_lock:
-            self.server.replica_manager.append(
+            self.replica_manager.append(
                 GROUP_METADATA_TOPIC_NAME, self.partition_for(group_id), _core.RecordSet(data)
             )
 
@@ -142,7 +154,7 @@ class GroupMetadataManager(GroupStore):
         partition = self.partition_for(group_id)
         with self._append_lock:
             # The log checks the producer's sequence as for any transactional write.
-            partition_log = self.server.replica_manager.get_partition(
+            partition_log = self.replica_manager.get_partition(
                 GROUP_METADATA_TOPIC_NAME, partition
             ).log
             state = partition_log.producer_state(producer_id)
@@ -155,24 +167,20 @@ class GroupMetadataManager(GroupStore):
                 base_sequence=sequence,
                 is_transactional=True,
             )
-            self.server.replica_manager.append(
-                GROUP_METADATA_TOPIC_NAME, partition, _core.RecordSet(data)
-            )
+            self.replica_manager.append(GROUP_METADATA_TOPIC_NAME, partition, _core.RecordSet(data))
 
     def load(self) -> dict[str, GroupMetadata]:
         """Replays every partition: the coordinator's state as of the last shutdown."""
-        if self.server.metadata.get(GROUP_METADATA_TOPIC_NAME) is None:
+        if self.metadata_cache.get(GROUP_METADATA_TOPIC_NAME) is None:
             return {}
         started = time.monotonic()
-        buffer = int(self.server.config.get("offsets.load.buffer.size"))
+        buffer = int(self.config.get("offsets.load.buffer.size"))
         groups: dict[str, GroupMetadata] = {}
         offsets: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
         removed: set[str] = set()
         count = 0
         for index in range(self.num_partitions):
-            partition_log = self.server.replica_manager.get_partition(
-                GROUP_METADATA_TOPIC_NAME, index
-            ).log
+            partition_log = self.replica_manager.get_partition(GROUP_METADATA_TOPIC_NAME, index).log
             position = partition_log.log_start_offset
             end = partition_log.log_end_offset
             while position < end:

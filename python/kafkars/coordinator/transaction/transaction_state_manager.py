@@ -17,7 +17,10 @@ from kafkars.coordinator.transaction import records
 from kafkars.coordinator.transaction.transaction_metadata import TransactionMetadata
 
 if TYPE_CHECKING:
-    from kafkars.server.kafka_server import KafkaServer
+    from kafkars.server.controller import Controller
+    from kafkars.server.dynamic_config import DynamicBrokerConfig
+    from kafkars.server.metadata_cache import MetadataCache
+    from kafkars.server.replica_manager import ReplicaManager
 
 log = logging.getLogger("kafkars.coordinator.transaction.TransactionStateManager")
 
@@ -73,14 +76,23 @@ def replay(key: bytes, value: bytes | None, loaded: dict[str, TransactionMetadat
 class TransactionStateManager(TransactionStore):
     """The durable store on this broker's `__transaction_state` partitions."""
 
-    def __init__(self, server: KafkaServer) -> None:
+    def __init__(
+        self,
+        config: DynamicBrokerConfig,
+        metadata_cache: MetadataCache,
+        controller: Controller,
+        replica_manager: ReplicaManager,
+    ) -> None:
         super().__init__()
-        self.server = server
-        self.num_partitions = int(server.config.get("transaction.state.log.num.partitions"))
+        self.config = config
+        self.metadata_cache = metadata_cache
+        self.controller = controller
+        self.replica_manager = replica_manager
+        self.num_partitions = int(config.get("transaction.state.log.num.partitions"))
         self._create_lock = threading.Lock()
         self._append_lock = threading.Lock()
         self._topic_ready = False
-        existing = server.metadata.get(TRANSACTION_STATE_TOPIC_NAME)
+        existing = metadata_cache.get(TRANSACTION_STATE_TOPIC_NAME)
         if existing is not None:
             # The partition count is fixed once the topic exists, whatever the config says.
             self.num_partitions = existing.num_partitions
@@ -90,15 +102,15 @@ class TransactionStateManager(TransactionStore):
         if self._topic_ready:
             return
         with self._create_lock:
-            if self.server.metadata.get(TRANSACTION_STATE_TOPIC_NAME) is None:
+            if self.metadata_cache.get(TRANSACTION_STATE_TOPIC_NAME) is None:
                 configs = {
                     "cleanup.policy": "compact",
                     "compression.type": "uncompressed",
-                    "segment.bytes": str(
-                        self.server.config.get("transaction.state.log.segment.bytes")
-                    ),
+                    "segment.bytes": str(self.config.get("transaction.state.log.segment.bytes")),
                 }
-                self.server.create_topic(TRANSACTION_STATE_TOPIC_NAME, self.num_partitions, configs)
+                self.controller.create_topic(
+                    TRANSACTION_STATE_TOPIC_NAME, self.num_partitions, configs
+                )
             self._topic_ready = True
 
     def append(self, transactional_id: str, key: bytes, value: bytes | None) -> None:
@@ -106,7 +118,7 @@ class TransactionStateManager(TransactionStore):
         now = int(time.time() * 1000)
         data = codec.build_batch([(key, value, now, [])], compression="none")
         with self._append_lock:
-            self.server.replica_manager.append(
+            self.replica_manager.append(
                 TRANSACTION_STATE_TOPIC_NAME,
                 self.partition_for(transactional_id),
                 _core.RecordSet(data),
@@ -114,14 +126,14 @@ class TransactionStateManager(TransactionStore):
 
     def load(self) -> dict[str, TransactionMetadata]:
         """Replays every partition: the coordinator's state as of the last shutdown."""
-        if self.server.metadata.get(TRANSACTION_STATE_TOPIC_NAME) is None:
+        if self.metadata_cache.get(TRANSACTION_STATE_TOPIC_NAME) is None:
             return {}
         started = time.monotonic()
-        buffer = int(self.server.config.get("transaction.state.log.load.buffer.size"))
+        buffer = int(self.config.get("transaction.state.log.load.buffer.size"))
         loaded: dict[str, TransactionMetadata] = {}
         count = 0
         for index in range(self.num_partitions):
-            partition_log = self.server.replica_manager.get_partition(
+            partition_log = self.replica_manager.get_partition(
                 TRANSACTION_STATE_TOPIC_NAME, index
             ).log
             position = partition_log.log_start_offset

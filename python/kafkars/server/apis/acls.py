@@ -15,7 +15,7 @@ from kafkars.security.authorizer import (
 from kafkars.server.errors import Errors
 
 if TYPE_CHECKING:
-    from kafkars.server.kafka_server import KafkaServer
+    from kafkars.server.kafka_apis import KafkaApis
 
 _DISABLED = "No Authorizer is configured on the broker"
 
@@ -48,9 +48,9 @@ def _acl_description(b: AclBinding) -> dict[str, Any]:
     }
 
 
-def handle_create_acls(server: KafkaServer, request: Any) -> dict[str, Any]:
+def handle_create_acls(apis: KafkaApis, request: Any) -> dict[str, Any]:
     creations = request.body["creations"]
-    if server.authorizer is None:
+    if apis.authorizer is None:
         err = {"error_code": int(Errors.SECURITY_DISABLED), "error_message": _DISABLED}
         return {"throttle_time_ms": 0, "results": [err for _ in creations]}
     results, valid = [], []
@@ -70,12 +70,12 @@ def handle_create_acls(server: KafkaServer, request: Any) -> dict[str, Any]:
         else:
             valid.append(binding)
             results.append({"error_code": 0, "error_message": None})
-    server.authorizer.create(valid)
+    apis.authorizer.create(valid)
     return {"throttle_time_ms": 0, "results": results}
 
 
-def handle_describe_acls(server: KafkaServer, request: Any) -> dict[str, Any]:
-    if server.authorizer is None:
+def handle_describe_acls(apis: KafkaApis, request: Any) -> dict[str, Any]:
+    if apis.authorizer is None:
         return {
             "throttle_time_ms": 0,
             "error_code": int(Errors.SECURITY_DISABLED),
@@ -83,7 +83,7 @@ def handle_describe_acls(server: KafkaServer, request: Any) -> dict[str, Any]:
             "resources": [],
         }
     by_resource: dict[tuple[int, str, int], list[dict[str, Any]]] = {}
-    for b in server.authorizer.acls(_filter(request.body)):
+    for b in apis.authorizer.acls(_filter(request.body)):
         key = (int(b.resource_type), b.resource_name, int(b.pattern_type))
         by_resource.setdefault(key, []).append(_acl_description(b))
     return {
@@ -97,9 +97,9 @@ def handle_describe_acls(server: KafkaServer, request: Any) -> dict[str, Any]:
     }
 
 
-def handle_delete_acls(server: KafkaServer, request: Any) -> dict[str, Any]:
+def handle_delete_acls(apis: KafkaApis, request: Any) -> dict[str, Any]:
     filters = request.body["filters"]
-    if server.authorizer is None:
+    if apis.authorizer is None:
         err = {
             "error_code": int(Errors.SECURITY_DISABLED),
             "error_message": _DISABLED,
@@ -108,7 +108,7 @@ def handle_delete_acls(server: KafkaServer, request: Any) -> dict[str, Any]:
         return {"throttle_time_ms": 0, "filter_results": [err for _ in filters]}
     results = []
     for f in filters:
-        gone = server.authorizer.delete(_filter(f))
+        gone = apis.authorizer.delete(_filter(f))
         results.append(
             {
                 "error_code": 0,

@@ -7,18 +7,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kafkars.server.kafka_server import KafkaServer
+    from kafkars.server.kafka_apis import KafkaApis
 
 
-def handle_describe_log_dirs(server: KafkaServer, request: Any) -> dict[str, Any]:
+def handle_describe_log_dirs(apis: KafkaApis, request: Any) -> dict[str, Any]:
     wanted = request.body["topics"]
     selected = (
         None if wanted is None else {(t["topic"], p) for t in wanted for p in t["partitions"]}
     )
     results = []
-    for log_dir in server.log_dirs:
+    for log_dir in apis.config.log_dirs:
         topics: dict[str, list[dict[str, Any]]] = {}
-        for partition in server.replica_manager.partitions():
+        for partition in apis.replica_manager.partitions():
             # dir_parent is a Path; log_dirs are resolved strings.
             if str(Path(partition.log.dir_parent).resolve()) != log_dir:
                 continue

@@ -24,7 +24,7 @@ from kafkars.server import broker_loggers
 from kafkars.server.errors import Errors, KafkaError
 
 if TYPE_CHECKING:
-    from kafkars.server.kafka_server import KafkaServer
+    from kafkars.server.kafka_apis import KafkaApis
 
 
 def _entry(e: Any, include_synonyms: bool, include_documentation: bool) -> dict[str, Any]:
@@ -44,41 +44,40 @@ def _entry(e: Any, include_synonyms: bool, include_documentation: bool) -> dict[
     }
 
 
-def _broker_scope(server: KafkaServer, name: str) -> bool:
+def _broker_scope(apis: KafkaApis, name: str) -> bool:
     """True for this broker's own resource, False for the cluster default (empty name)."""
     if name == "":
         return False
-    if name != str(server.broker_id):
+    if name != str(apis.broker_id):
         raise KafkaError(
             Errors.INVALID_REQUEST,
-            f"Unexpected broker id, expected {server.broker_id} or empty string, but received "
-            f"{name}",
+            f"Unexpected broker id, expected {apis.broker_id} or empty string, but received {name}",
         )
     return True
 
 
-def _describe(server: KafkaServer, r: dict[str, Any], body: dict[str, Any]) -> list[Any]:
+def _describe(apis: KafkaApis, r: dict[str, Any], body: dict[str, Any]) -> list[Any]:
     keys = r["configuration_keys"]
     rtype = r["resource_type"]
     synonyms = body.get("include_synonyms", False)
     docs = body.get("include_documentation", False)
     if rtype == ResourceType.TOPIC:
-        topic = server.metadata.get(r["resource_name"])
+        topic = apis.metadata_cache.get(r["resource_name"])
         if topic is None:
             raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION)
         return describe_topic(
-            server.config,
+            apis.config.current,
             topic.configs,
             keys=keys,
             include_synonyms=synonyms,
             include_documentation=docs,
         )
     if rtype == ResourceType.BROKER:
-        per_broker = _broker_scope(server, r["resource_name"])
+        per_broker = _broker_scope(apis, r["resource_name"])
         entries = describe_broker(
-            server.config,
-            server.dynamic_broker_configs,
-            dynamic_default=server.dynamic_default_configs,
+            apis.config.current,
+            apis.config.dynamic_broker_configs,
+            dynamic_default=apis.config.dynamic_default_configs,
             keys=keys,
             include_synonyms=synonyms,
             include_documentation=docs,
@@ -87,13 +86,13 @@ def _describe(server: KafkaServer, r: dict[str, Any], body: dict[str, Any]) -> l
         # Unset, advertised.listeners means the listeners as bound; show what clients
         # are actually told (clients read this to find the broker).
         return [
-            dataclasses.replace(e, value=server.advertised_listeners_string())
+            dataclasses.replace(e, value=apis.metadata_cache.advertised_listeners(apis.broker_id))
             if e.name == "advertised.listeners" and e.value is None and per_broker
             else e
             for e in entries
         ]
     if rtype == ResourceType.BROKER_LOGGER:
-        broker_loggers.validate_node(r["resource_name"], server.broker_id)
+        broker_loggers.validate_node(r["resource_name"], apis.broker_id)
         return [
             ConfigEntry(
                 name=name,
@@ -109,7 +108,7 @@ def _describe(server: KafkaServer, r: dict[str, Any], body: dict[str, Any]) -> l
     raise KafkaError(Errors.INVALID_REQUEST, f"Unsupported resource type {rtype}")
 
 
-def handle_describe_configs(server: KafkaServer, request: Any) -> dict[str, Any]:
+def handle_describe_configs(apis: KafkaApis, request: Any) -> dict[str, Any]:
     body = request.body
     results = []
     for r in body["resources"]:
@@ -119,7 +118,7 @@ def handle_describe_configs(server: KafkaServer, request: Any) -> dict[str, Any]
             "configs": [],
         }
         try:
-            entries = _describe(server, r, body)
+            entries = _describe(apis, r, body)
             result["configs"] = [
                 _entry(
                     e,
@@ -150,35 +149,37 @@ def _as_kafka_error(e: ConfigException) -> KafkaError:
     return KafkaError(Errors(e.error_code), str(e))
 
 
-def _current(server: KafkaServer, r: dict[str, Any]) -> tuple[ResourceType, bool, dict[str, str]]:
+def _current(apis: KafkaApis, r: dict[str, Any]) -> tuple[ResourceType, bool, dict[str, str]]:
     rtype = ResourceType(r["resource_type"])
     if rtype == ResourceType.TOPIC:
-        topic = server.metadata.get(r["resource_name"])
+        topic = apis.metadata_cache.get(r["resource_name"])
         if topic is None:
             raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION)
         return rtype, True, dict(topic.configs)
     if rtype == ResourceType.BROKER:
-        per_broker = _broker_scope(server, r["resource_name"])
-        stored = server.dynamic_broker_configs if per_broker else server.dynamic_default_configs
+        per_broker = _broker_scope(apis, r["resource_name"])
+        stored = (
+            apis.config.dynamic_broker_configs
+            if per_broker
+            else apis.config.dynamic_default_configs
+        )
         return rtype, per_broker, dict(stored)
     raise KafkaError(Errors.INVALID_REQUEST, f"Unsupported resource type {int(rtype)}")
 
 
-def _apply(
-    server: KafkaServer, r: dict[str, Any], configs: dict[str, str], per_broker: bool
-) -> None:
+def _apply(apis: KafkaApis, r: dict[str, Any], configs: dict[str, str], per_broker: bool) -> None:
     if r["resource_type"] == ResourceType.TOPIC:
-        server.set_topic_configs(r["resource_name"], configs)
+        apis.controller.set_topic_configs(r["resource_name"], configs)
     else:
-        server.set_dynamic_broker_configs(configs, per_broker=per_broker)
+        apis.config.set_dynamic_broker_configs(configs, per_broker=per_broker)
 
 
-def handle_alter_configs(server: KafkaServer, request: Any) -> dict[str, Any]:
+def handle_alter_configs(apis: KafkaApis, request: Any) -> dict[str, Any]:
     body = request.body
     responses = []
     for r in body["resources"]:
         try:
-            rtype, per_broker, _ = _current(server, r)
+            rtype, per_broker, _ = _current(apis, r)
             wanted = {c["name"]: c["value"] for c in r["configs"]}
             try:
                 validate_alter_configs(rtype, wanted, per_broker=per_broker)
@@ -187,17 +188,17 @@ def handle_alter_configs(server: KafkaServer, request: Any) -> dict[str, Any]:
             # AlterConfigs replaces the resource's whole dynamic set.
             new = {k: v for k, v in wanted.items() if v is not None}
             if not body["validate_only"]:
-                _apply(server, r, new, per_broker)
+                _apply(apis, r, new, per_broker)
             responses.append(_alter_result(r, None))
         except KafkaError as e:
             responses.append(_alter_result(r, e))
     return {"throttle_time_ms": 0, "responses": responses}
 
 
-def _alter_loggers(server: KafkaServer, r: dict[str, Any], validate_only: bool) -> None:
+def _alter_loggers(apis: KafkaApis, r: dict[str, Any], validate_only: bool) -> None:
     """Kafka's RuntimeLoggerManager.applyChangesForResource."""
     ops = [(c["config_operation"], c["name"], c["value"]) for c in r["configs"]]
-    broker_loggers.validate_node(r["resource_name"], server.broker_id)
+    broker_loggers.validate_node(r["resource_name"], apis.broker_id)
     try:
         broker_loggers.validate_ops(ops)
     except ConfigException as e:
@@ -206,16 +207,16 @@ def _alter_loggers(server: KafkaServer, r: dict[str, Any], validate_only: bool) 
         broker_loggers.apply_ops(ops)
 
 
-def handle_incremental_alter_configs(server: KafkaServer, request: Any) -> dict[str, Any]:
+def handle_incremental_alter_configs(apis: KafkaApis, request: Any) -> dict[str, Any]:
     body = request.body
     responses = []
     for r in body["resources"]:
         try:
             if r["resource_type"] == ResourceType.BROKER_LOGGER:
-                _alter_loggers(server, r, body["validate_only"])
+                _alter_loggers(apis, r, body["validate_only"])
                 responses.append(_alter_result(r, None))
                 continue
-            rtype, per_broker, current = _current(server, r)
+            rtype, per_broker, current = _current(apis, r)
             ops = [(c["config_operation"], c["name"], c["value"]) for c in r["configs"]]
             names = [name for _, name, _ in ops]
             if len(set(names)) != len(names):
@@ -227,7 +228,7 @@ def handle_incremental_alter_configs(server: KafkaServer, request: Any) -> dict[
             except ValueError as e:  # an unknown operation id
                 raise KafkaError(Errors.INVALID_REQUEST, str(e)) from None
             if not body["validate_only"]:
-                _apply(server, r, new, per_broker)
+                _apply(apis, r, new, per_broker)
             responses.append(_alter_result(r, None))
         except KafkaError as e:
             responses.append(_alter_result(r, e))

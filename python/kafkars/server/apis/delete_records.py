@@ -13,17 +13,17 @@ from kafkars import _core
 from kafkars.server.errors import Errors, KafkaError
 
 if TYPE_CHECKING:
-    from kafkars.server.kafka_server import KafkaServer
+    from kafkars.server.kafka_apis import KafkaApis
 
 log = logging.getLogger("kafkars.server.DeleteRecords")
 
 
-def _delete(server: KafkaServer, topic: str, index: int, offset: int) -> dict[str, Any]:
+def _delete(apis: KafkaApis, topic: str, index: int, offset: int) -> dict[str, Any]:
     result: dict[str, Any] = {"partition_index": index, "low_watermark": -1, "error_code": 0}
     try:
-        if server.metadata.get(topic) is None:
+        if apis.metadata_cache.get(topic) is None:
             raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION)
-        partition = server.replica_manager.get_partition(topic, index)
+        partition = apis.replica_manager.get_partition(topic, index)
         if offset < -1:
             raise KafkaError(Errors.OFFSET_OUT_OF_RANGE)
         try:
@@ -37,12 +37,12 @@ def _delete(server: KafkaServer, topic: str, index: int, offset: int) -> dict[st
     return result
 
 
-def handle_delete_records(server: KafkaServer, request: Any) -> dict[str, Any]:
+def handle_delete_records(apis: KafkaApis, request: Any) -> dict[str, Any]:
     topics = []
     for t in request.body["topics"]:
         name = t["name"]
         partitions = [
-            _delete(server, name, p["partition_index"], p["offset"]) for p in t["partitions"]
+            _delete(apis, name, p["partition_index"], p["offset"]) for p in t["partitions"]
         ]
         topics.append({"name": name, "partitions": partitions})
     return {"throttle_time_ms": 0, "topics": topics}

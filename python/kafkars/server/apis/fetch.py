@@ -13,7 +13,8 @@ from kafkars import _core
 from kafkars.server.errors import Errors, KafkaError
 
 if TYPE_CHECKING:
-    from kafkars.server.kafka_server import KafkaServer
+    from kafkars.server.kafka_apis import KafkaApis
+    from kafkars.server.replica_manager import ReplicaManager
 
 READ_COMMITTED = 1
 
@@ -34,7 +35,7 @@ class FetchPlan:
         return [(name, p["partition"]) for name, _, ps in self.topics if name for p in ps]
 
 
-def plan_fetch(server: KafkaServer, request: Any) -> FetchPlan:
+def plan_fetch(apis: KafkaApis, request: Any) -> FetchPlan:
     body = request.body
     plan = FetchPlan(
         max_wait_ms=body["max_wait_ms"],
@@ -45,7 +46,7 @@ def plan_fetch(server: KafkaServer, request: Any) -> FetchPlan:
     for t in body["topics"]:
         name = t["topic"]
         if request.api_version >= 13:
-            found = server.metadata.get_by_id(t["topic_id"])
+            found = apis.metadata_cache.get_by_id(t["topic_id"])
             name = found.name if found else None
         plan.topics.append((name, t["topic_id"], t["partitions"]))
     return plan
@@ -62,7 +63,9 @@ def _error_partition(index: int, code: Errors, hw: int = -1, lso: int = -1) -> d
     }
 
 
-def read_plan(server: KafkaServer, plan: FetchPlan) -> tuple[list[dict[str, Any]], int, bool]:
+def read_plan(
+    replica_manager: ReplicaManager, plan: FetchPlan
+) -> tuple[list[dict[str, Any]], int, bool]:
     """Reads every partition once. Returns the response topics, the bytes read, and whether
     any partition had an error (errors answer at once)."""
     remaining = plan.max_bytes
@@ -78,7 +81,7 @@ def read_plan(server: KafkaServer, plan: FetchPlan) -> tuple[list[dict[str, Any]
                 had_error = True
                 continue
             try:
-                partition = server.replica_manager.get_partition(name, index)
+                partition = replica_manager.get_partition(name, index)
             except KafkaError as e:
                 out.append(_error_partition(index, e.code))
                 had_error = True
@@ -137,22 +140,22 @@ def fetch_response(responses: list[dict[str, Any]]) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": responses}
 
 
-def handle_fetch(server: KafkaServer, request: Any) -> dict[str, Any] | None:
+def handle_fetch(apis: KafkaApis, request: Any) -> dict[str, Any] | None:
     body = request.body
     if body.get("session_id", 0) != 0:
         # This broker keeps no fetch sessions (it always answers session_id 0), so a
         # client naming one is told it does not exist and falls back to full fetches.
         return {**fetch_response([]), "error_code": int(Errors.FETCH_SESSION_ID_NOT_FOUND)}
-    plan = plan_fetch(server, request)
-    responses, total, had_error = read_plan(server, plan)
+    plan = plan_fetch(apis, request)
+    responses, total, had_error = read_plan(apis.replica_manager, plan)
     if (
         plan.max_wait_ms <= 0
         or total >= plan.min_bytes
         or had_error
         or not plan.partition_keys
-        or server.fetch_purgatory is None
+        or apis.fetch_purgatory is None
     ):
-        server.topic_metrics.record_fetch(responses)
+        apis.topic_metrics.record_fetch(responses)
         return fetch_response(responses)
-    server.fetch_purgatory.watch(request, plan, responses)
+    apis.fetch_purgatory.watch(request, plan, responses)
     return None

@@ -19,21 +19,21 @@ from kafkars.server.errors import Errors
 if TYPE_CHECKING:
     from kafkars.coordinator.group import GroupCoordinator
     from kafkars.coordinator.group.consumer_group import ConsumerGroupCoordinator
-    from kafkars.server.kafka_server import KafkaServer
+    from kafkars.server.kafka_apis import KafkaApis
 
 COORDINATOR_TYPE_GROUP, COORDINATOR_TYPE_TRANSACTION = 0, 1
 # DescribeGroups without include_authorized_operations (Kafka's "not requested" value).
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 
-def _coordinator(server: KafkaServer) -> GroupCoordinator:
-    coordinator = server.group_coordinator
+def _coordinator(apis: KafkaApis) -> GroupCoordinator:
+    coordinator = apis.group_coordinator
     assert coordinator is not None  # created at start-up, before requests are served
     return coordinator
 
 
-def _consumer_groups(server: KafkaServer) -> ConsumerGroupCoordinator:
-    coordinator = server.consumer_group_coordinator
+def _consumer_groups(apis: KafkaApis) -> ConsumerGroupCoordinator:
+    coordinator = apis.consumer_group_coordinator
     assert coordinator is not None  # created at start-up, before requests are served
     return coordinator
 
@@ -45,10 +45,12 @@ def _answer(request: Any, response: dict[str, Any]) -> None:
 
 
 # -- FindCoordinator ----------------------------------------------------------------------
-def handle_find_coordinator(server: KafkaServer, request: Any) -> dict[str, Any]:
+def handle_find_coordinator(apis: KafkaApis, request: Any) -> dict[str, Any]:
     body = request.body
     key_type = body.get("key_type", 0)
-    host, port = server.advertised_endpoint(request.listener_name)
+    # This broker coordinates every group and transaction.
+    local = apis.metadata_cache.node(apis.broker_id, request.listener_name)
+    host, port = (local.host, local.port) if local is not None else ("", -1)
 
     def find(key: str) -> dict[str, Any]:
         if key_type not in (COORDINATOR_TYPE_GROUP, COORDINATOR_TYPE_TRANSACTION):
@@ -58,13 +60,13 @@ def handle_find_coordinator(server: KafkaServer, request: Any) -> dict[str, Any]
         else:
             error, message = Errors.NONE, None
             if key_type == COORDINATOR_TYPE_GROUP:
-                server.group_metadata_manager.ensure_topic()
+                apis.group_metadata_manager.ensure_topic()
             else:
-                server.transaction_state_manager.ensure_topic()
+                apis.transaction_state_manager.ensure_topic()
         ok = error is Errors.NONE
         return {
             "key": key,
-            "node_id": server.broker_id if ok else -1,
+            "node_id": apis.broker_id if ok else -1,
             "host": host if ok else "",
             "port": port if ok else -1,
             "error_code": int(error),
@@ -79,7 +81,7 @@ def handle_find_coordinator(server: KafkaServer, request: Any) -> dict[str, Any]
 
 
 # -- JoinGroup / SyncGroup / Heartbeat / LeaveGroup ----------------------------------------
-def handle_join_group(server: KafkaServer, request: Any) -> None:
+def handle_join_group(apis: KafkaApis, request: Any) -> None:
     body = request.body
     version = request.api_version
 
@@ -88,7 +90,7 @@ def handle_join_group(server: KafkaServer, request: Any) -> None:
             response["protocol_name"] = ""  # not nullable before v7
         _answer(request, {"throttle_time_ms": 0, **response})
 
-    group = _consumer_groups(server).get(body["group_id"])
+    group = _consumer_groups(apis).get(body["group_id"])
     if group is not None and group.members:
         # A consumer-protocol group in use: a classic member cannot join it.
         respond(join_error(body["member_id"], Errors.INCONSISTENT_GROUP_PROTOCOL))
@@ -96,7 +98,7 @@ def handle_join_group(server: KafkaServer, request: Any) -> None:
     session_timeout = body["session_timeout_ms"]
     # v0 has no rebalance timeout: the session timeout bounds the rebalance too.
     rebalance_timeout = body["rebalance_timeout_ms"] if version >= 1 else session_timeout
-    _coordinator(server).handle_join_group(
+    _coordinator(apis).handle_join_group(
         group_id=body["group_id"],
         member_id=body["member_id"],
         group_instance_id=body.get("group_instance_id") if version >= 5 else None,
@@ -112,10 +114,10 @@ def handle_join_group(server: KafkaServer, request: Any) -> None:
     return None
 
 
-def handle_sync_group(server: KafkaServer, request: Any) -> None:
+def handle_sync_group(apis: KafkaApis, request: Any) -> None:
     body = request.body
     version = request.api_version
-    _coordinator(server).handle_sync_group(
+    _coordinator(apis).handle_sync_group(
         group_id=body["group_id"],
         generation_id=body["generation_id"],
         member_id=body["member_id"],
@@ -128,9 +130,9 @@ def handle_sync_group(server: KafkaServer, request: Any) -> None:
     return None
 
 
-def handle_heartbeat(server: KafkaServer, request: Any) -> dict[str, Any]:
+def handle_heartbeat(apis: KafkaApis, request: Any) -> dict[str, Any]:
     body = request.body
-    error = _coordinator(server).handle_heartbeat(
+    error = _coordinator(apis).handle_heartbeat(
         body["group_id"],
         body["member_id"],
         body.get("group_instance_id") if request.api_version >= 3 else None,
@@ -139,13 +141,13 @@ def handle_heartbeat(server: KafkaServer, request: Any) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "error_code": int(error)}
 
 
-def handle_leave_group(server: KafkaServer, request: Any) -> dict[str, Any]:
+def handle_leave_group(apis: KafkaApis, request: Any) -> dict[str, Any]:
     body = request.body
     if request.api_version >= 3:
         leaving = [(m["member_id"], m.get("group_instance_id")) for m in body["members"]]
     else:
         leaving = [(body["member_id"], None)]
-    error, results = _coordinator(server).handle_leave_group(body["group_id"], leaving)
+    error, results = _coordinator(apis).handle_leave_group(body["group_id"], leaving)
     if request.api_version < 3:
         top = error if error is not Errors.NONE else (results[0] if results else Errors.NONE)
         return {"throttle_time_ms": 0, "error_code": int(top), "members": []}
@@ -160,12 +162,11 @@ def handle_leave_group(server: KafkaServer, request: Any) -> dict[str, Any]:
 
 
 # -- offsets ------------------------------------------------------------------------------
-def _partition_exists(server: KafkaServer, topic: str, partition: int) -> bool:
-    meta = server.metadata.get(topic)
-    return meta is not None and 0 <= partition < meta.num_partitions
+def _partition_exists(apis: KafkaApis, topic: str, partition: int) -> bool:
+    return apis.metadata_cache.contains_partition(topic, partition)
 
 
-def handle_offset_commit(server: KafkaServer, request: Any) -> dict[str, Any]:
+def handle_offset_commit(apis: KafkaApis, request: Any) -> dict[str, Any]:
     body = request.body
     version = request.api_version
     now = int(time.time() * 1000)
@@ -175,7 +176,7 @@ def handle_offset_commit(server: KafkaServer, request: Any) -> dict[str, Any]:
     for t in body["topics"]:
         for p in t["partitions"]:
             tp = (t["name"], p["partition_index"])
-            if not _partition_exists(server, *tp):
+            if not _partition_exists(apis, *tp):
                 unknown.add(tp)
                 continue
             offsets[tp] = OffsetAndMetadata(
@@ -185,11 +186,11 @@ def handle_offset_commit(server: KafkaServer, request: Any) -> dict[str, Any]:
                 commit_timestamp=now,
                 expire_timestamp=now + retention if retention >= 0 else None,
             )
-    consumer_check = _consumer_groups(server).validate_commit(
+    consumer_check = _consumer_groups(apis).validate_commit(
         body["group_id"], body["member_id"], body["generation_id_or_member_epoch"]
     )
     if consumer_check is None:
-        results = _coordinator(server).handle_commit_offsets(
+        results = _coordinator(apis).handle_commit_offsets(
             body["group_id"],
             body["member_id"],
             body.get("group_instance_id") if version >= 7 else None,
@@ -201,9 +202,7 @@ def handle_offset_commit(server: KafkaServer, request: Any) -> dict[str, Any]:
     else:
         # A consumer-protocol member: checked above; the offsets go where every
         # group's do (as a commit from outside any classic generation).
-        results = _coordinator(server).handle_commit_offsets(
-            body["group_id"], "", None, -1, offsets
-        )
+        results = _coordinator(apis).handle_commit_offsets(body["group_id"], "", None, -1, offsets)
     topics = []
     for t in body["topics"]:
         partitions = []
@@ -216,7 +215,7 @@ def handle_offset_commit(server: KafkaServer, request: Any) -> dict[str, Any]:
 
 
 def _fetch_group(
-    server: KafkaServer,
+    apis: KafkaApis,
     group_id: str,
     topics: list[dict[str, Any]] | None,
     require_stable: bool = False,
@@ -224,9 +223,9 @@ def _fetch_group(
     wanted = (
         None if topics is None else [(t["name"], p) for t in topics for p in t["partition_indexes"]]
     )
-    found = _coordinator(server).handle_fetch_offsets(group_id, wanted)
+    found = _coordinator(apis).handle_fetch_offsets(group_id, wanted)
     # KIP-447: an offset an open transaction may still change is not handed out.
-    unstable = _coordinator(server).pending_txn_partitions(group_id) if require_stable else set()
+    unstable = _coordinator(apis).pending_txn_partitions(group_id) if require_stable else set()
     by_topic: dict[str, list[dict[str, Any]]] = {}
     for (topic, partition), o in found.items():
         pending = (topic, partition) in unstable
@@ -242,14 +241,14 @@ def _fetch_group(
     return [{"name": name, "partitions": parts} for name, parts in by_topic.items()]
 
 
-def handle_offset_fetch(server: KafkaServer, request: Any) -> dict[str, Any]:
+def handle_offset_fetch(apis: KafkaApis, request: Any) -> dict[str, Any]:
     body = request.body
     if request.api_version >= 8:
         groups = [
             {
                 "group_id": g["group_id"],
                 "topics": _fetch_group(
-                    server, g["group_id"], g.get("topics"), bool(body.get("require_stable"))
+                    apis, g["group_id"], g.get("topics"), bool(body.get("require_stable"))
                 ),
                 "error_code": 0,
             }
@@ -262,7 +261,7 @@ def handle_offset_fetch(server: KafkaServer, request: Any) -> dict[str, Any]:
     return {
         "throttle_time_ms": 0,
         "topics": _fetch_group(
-            server,
+            apis,
             body["group_id"],
             topics,
             request.api_version >= 7 and bool(body.get("require_stable")),
@@ -271,10 +270,10 @@ def handle_offset_fetch(server: KafkaServer, request: Any) -> dict[str, Any]:
     }
 
 
-def handle_offset_delete(server: KafkaServer, request: Any) -> dict[str, Any]:
+def handle_offset_delete(apis: KafkaApis, request: Any) -> dict[str, Any]:
     body = request.body
     wanted = [(t["name"], p["partition_index"]) for t in body["topics"] for p in t["partitions"]]
-    error, results = _coordinator(server).handle_delete_offsets(body["group_id"], wanted)
+    error, results = _coordinator(apis).handle_delete_offsets(body["group_id"], wanted)
     if error is not Errors.NONE:
         return {"throttle_time_ms": 0, "error_code": int(error), "topics": []}
     topics = [
@@ -294,9 +293,9 @@ def handle_offset_delete(server: KafkaServer, request: Any) -> dict[str, Any]:
 
 
 # -- admin --------------------------------------------------------------------------------
-def handle_describe_groups(server: KafkaServer, request: Any) -> dict[str, Any]:
-    coordinator = _coordinator(server)
-    consumer_groups = _consumer_groups(server)
+def handle_describe_groups(apis: KafkaApis, request: Any) -> dict[str, Any]:
+    coordinator = _coordinator(apis)
+    consumer_groups = _consumer_groups(apis)
     groups = []
     for group_id in request.body["groups"]:
         if consumer_groups.get(group_id) is not None:
@@ -321,20 +320,20 @@ def handle_describe_groups(server: KafkaServer, request: Any) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "groups": groups}
 
 
-def handle_list_groups(server: KafkaServer, request: Any) -> dict[str, Any]:
+def handle_list_groups(apis: KafkaApis, request: Any) -> dict[str, Any]:
     body = request.body
     states = set(body.get("states_filter") or []) if request.api_version >= 4 else None
     types = (
         {t.lower() for t in body.get("types_filter") or []} if request.api_version >= 5 else set()
     )
-    consumer_groups = _consumer_groups(server)
+    consumer_groups = _consumer_groups(apis)
     consumer_ids = set(consumer_groups.group_ids())
     groups = []
     if not types or "classic" in types:
         # A consumer-protocol group's offsets live in a classic group of the same id.
         groups += [
             {"group_id": g, "protocol_type": pt, "group_state": state, "group_type": "classic"}
-            for g, pt, state in _coordinator(server).list_groups(states or None)
+            for g, pt, state in _coordinator(apis).list_groups(states or None)
             if g not in consumer_ids
         ]
     if not types or "consumer" in types:
@@ -353,12 +352,12 @@ def handle_list_groups(server: KafkaServer, request: Any) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "error_code": 0, "groups": groups}
 
 
-def handle_delete_groups(server: KafkaServer, request: Any) -> dict[str, Any]:
+def handle_delete_groups(apis: KafkaApis, request: Any) -> dict[str, Any]:
     names = list(request.body["groups_names"])
     # A consumer-protocol group with members is in use; an empty one is forgotten here and
     # its offsets deleted with the classic group of the same id below.
-    busy = {g for g in names if not _consumer_groups(server).delete_if_empty(g)}
-    results = _coordinator(server).handle_delete_groups([g for g in names if g not in busy])
+    busy = {g for g in names if not _consumer_groups(apis).delete_if_empty(g)}
+    results = _coordinator(apis).handle_delete_groups([g for g in names if g not in busy])
     results.update(dict.fromkeys(busy, Errors.NON_EMPTY_GROUP))
     return {
         "throttle_time_ms": 0,
@@ -367,14 +366,14 @@ def handle_delete_groups(server: KafkaServer, request: Any) -> dict[str, Any]:
 
 
 # -- KIP-848 ------------------------------------------------------------------------------
-def handle_consumer_group_heartbeat(server: KafkaServer, request: Any) -> dict[str, Any]:
-    return _consumer_groups(server).heartbeat(
+def handle_consumer_group_heartbeat(apis: KafkaApis, request: Any) -> dict[str, Any]:
+    return _consumer_groups(apis).heartbeat(
         request.body, request.client_id or "", request.client_host
     )
 
 
-def handle_consumer_group_describe(server: KafkaServer, request: Any) -> dict[str, Any]:
-    consumer_groups = _consumer_groups(server)
+def handle_consumer_group_describe(apis: KafkaApis, request: Any) -> dict[str, Any]:
+    consumer_groups = _consumer_groups(apis)
     return {
         "throttle_time_ms": 0,
         "groups": [consumer_groups.describe(g) for g in request.body["group_ids"]],

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from kafkars.server.errors import Errors, KafkaError
 
 if TYPE_CHECKING:
-    from kafkars.server.kafka_server import KafkaServer
+    from kafkars.server.kafka_apis import KafkaApis
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
 
@@ -34,7 +34,7 @@ def _error(index: int, error: Errors) -> dict[str, Any]:
 
 
 def _lookup(
-    server: KafkaServer, topic: str, p: dict[str, Any], committed: bool, version: int
+    apis: KafkaApis, topic: str, p: dict[str, Any], committed: bool, version: int
 ) -> dict[str, Any]:
     index = p["partition_index"]
     # ReplicaManager.fetchOffset's order: the timestamp's version check comes before the
@@ -43,7 +43,7 @@ def _lookup(
     if timestamp_unsupported(p["timestamp"], version):
         return _error(index, Errors.UNSUPPORTED_VERSION)
     try:
-        partition = server.replica_manager.get_partition(topic, index)
+        partition = apis.replica_manager.get_partition(topic, index)
     except KafkaError as e:
         return _error(index, e.code)
     log = partition.log
@@ -75,7 +75,7 @@ def _lookup(
     }
 
 
-def handle_list_offsets(server: KafkaServer, request: Any) -> dict[str, Any]:
+def handle_list_offsets(apis: KafkaApis, request: Any) -> dict[str, Any]:
     body = request.body
     committed = body.get("isolation_level", 0) == 1
     # A partition named twice is answered INVALID_REQUEST each time, as Kafka does.
@@ -93,6 +93,6 @@ def handle_list_offsets(server: KafkaServer, request: Any) -> dict[str, Any]:
             if (name, p["partition_index"]) in duplicates:
                 partitions.append(_error(p["partition_index"], Errors.INVALID_REQUEST))
             else:
-                partitions.append(_lookup(server, name, p, committed, request.api_version))
+                partitions.append(_lookup(apis, name, p, committed, request.api_version))
         topics.append({"name": name, "partitions": partitions})
     return {"topics": topics, "throttle_time_ms": 0}

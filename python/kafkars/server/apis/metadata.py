@@ -9,25 +9,28 @@ from kafkars.server.errors import Errors, KafkaError
 from kafkars.server.metadata import validate_topic_name
 
 if TYPE_CHECKING:
-    from kafkars.server.kafka_server import KafkaServer
+    from kafkars.server.kafka_apis import KafkaApis
 
 # "Not requested" for authorized-operations fields (Kafka's Integer.MIN_VALUE).
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 
-def _brokers(server: KafkaServer, listener_name: str) -> list[dict[str, Any]]:
-    host, port = server.advertised_endpoint(listener_name)
-    return [{"node_id": server.broker_id, "host": host, "port": port, "rack": server.rack}]
+def _brokers(apis: KafkaApis, listener_name: str) -> list[dict[str, Any]]:
+    return [
+        {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
+        for b in apis.metadata_cache.alive_brokers(listener_name)
+    ]
 
 
-def _topic_entry(server: KafkaServer, name: str) -> dict[str, Any]:
-    topic = server.metadata.get(name)
+def _topic_entry(apis: KafkaApis, name: str) -> dict[str, Any]:
+    topic = apis.metadata_cache.get(name)
     if topic is None:
         return {"error_code": int(Errors.UNKNOWN_TOPIC_OR_PARTITION), "name": name}
-    node = server.broker_id
+    # One broker: every partition's leader and only replica is this one.
+    node = apis.broker_id
     partitions = []
     for index in range(topic.num_partitions):
-        epoch = server.replica_manager.leader_epoch(name, index)
+        epoch = apis.replica_manager.leader_epoch(name, index)
         partitions.append(
             {
                 "error_code": 0,
@@ -49,24 +52,24 @@ def _topic_entry(server: KafkaServer, name: str) -> dict[str, Any]:
     }
 
 
-def handle_metadata(server: KafkaServer, request: Any) -> dict[str, Any]:
+def handle_metadata(apis: KafkaApis, request: Any) -> dict[str, Any]:
     body = request.body
     requested = body["topics"]
     # v0: an empty list means every topic; v1+: null means every topic.
     if requested is None or (request.api_version == 0 and not requested):
-        names = [t.name for t in server.metadata.topics()]
+        names = [t.name for t in apis.metadata_cache.topics()]
         auto_create = False
     else:
         names = []
         for t in requested:
             name = t["name"]
             if name is None:
-                found = server.metadata.get_by_id(t["topic_id"])
+                found = apis.metadata_cache.get_by_id(t["topic_id"])
                 name = found.name if found else None
             if name is not None:
                 names.append(name)
         auto_create = body["allow_auto_topic_creation"] or request.api_version < 4
-    authorizer = getattr(server, "authorizer", None)
+    authorizer = apis.authorizer
     principal = request.principal or "User:ANONYMOUS"
 
     def may(op: AclOperation, rtype: ResourceType, name: str) -> bool:
@@ -82,7 +85,9 @@ def handle_metadata(server: KafkaServer, request: Any) -> dict[str, Any]:
             if not listing_all:
                 topics.append({"error_code": int(Errors.TOPIC_AUTHORIZATION_FAILED), "name": name})
             continue
-        creating = server.metadata.get(name) is None and auto_create and server.auto_create_topics
+        creating = (
+            apis.metadata_cache.get(name) is None and auto_create and apis.config.auto_create_topics
+        )
         if creating and not (
             may(AclOperation.CREATE, ResourceType.CLUSTER, "kafka-cluster")
             or may(AclOperation.CREATE, ResourceType.TOPIC, name)
@@ -92,37 +97,38 @@ def handle_metadata(server: KafkaServer, request: Any) -> dict[str, Any]:
         if creating:
             try:
                 validate_topic_name(name)
-                server.create_topic(name, server.default_partitions, {})
+                apis.controller.create_topic(name, apis.config.default_partitions, {})
                 # Kafka answers LEADER_NOT_AVAILABLE for a topic it just created; here the
                 # leader is this broker and ready at once, so the topic is served directly.
             except KafkaError as e:
                 topics.append({"error_code": int(e.code), "name": name})
                 continue
-        topics.append(_topic_entry(server, name))
+        topics.append(_topic_entry(apis, name))
     return {
-        "brokers": _brokers(server, request.listener_name),
-        "cluster_id": server.cluster_id,
-        "controller_id": server.broker_id,
+        "brokers": _brokers(apis, request.listener_name),
+        "cluster_id": apis.metadata_cache.cluster_id,
+        "controller_id": apis.metadata_cache.controller_id,
         "topics": topics,
         "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
     }
 
 
-def handle_describe_cluster(server: KafkaServer, request: Any) -> dict[str, Any]:
-    host, port = server.advertised_endpoint(request.listener_name)
+def handle_describe_cluster(apis: KafkaApis, request: Any) -> dict[str, Any]:
+    cache = apis.metadata_cache
     return {
         "error_code": 0,
         "endpoint_type": request.body.get("endpoint_type", 1),
-        "cluster_id": server.cluster_id,
-        "controller_id": server.broker_id,
+        "cluster_id": cache.cluster_id,
+        "controller_id": cache.controller_id,
         "brokers": [
             {
-                "broker_id": server.broker_id,
-                "host": host,
-                "port": port,
-                "rack": server.rack,
+                "broker_id": b.node_id,
+                "host": b.host,
+                "port": b.port,
+                "rack": b.rack,
                 "is_fenced": False,
             }
+            for b in cache.alive_brokers(request.listener_name)
         ],
         "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
     }

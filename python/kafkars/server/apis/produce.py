@@ -8,19 +8,19 @@ from kafkars.server.delayed_produce import DelayedProduce
 from kafkars.server.errors import Errors, KafkaError, RecordValidationError
 
 if TYPE_CHECKING:
-    from kafkars.server.kafka_server import KafkaServer
+    from kafkars.server.kafka_apis import KafkaApis
 
 
 def _verify_transaction(
-    server: KafkaServer, transactional_id: str | None, topic: str, index: int, records: Any
+    apis: KafkaApis, transactional_id: str | None, topic: str, index: int, records: Any
 ) -> None:
     """KIP-890 part 1: a transactional batch goes only to a partition added to the
     producer's open transaction."""
-    coordinator = server.transaction_coordinator
+    coordinator = apis.transaction_coordinator
     producer = records.transactional_producer()
     if producer is None or coordinator is None:
         return
-    if not server.config.get("transaction.partition.verification.enable"):
+    if not apis.config.get("transaction.partition.verification.enable"):
         return
     error = coordinator.verify_produce(transactional_id, producer[0], producer[1], (topic, index))
     if error is not Errors.NONE:
@@ -28,7 +28,7 @@ def _verify_transaction(
 
 
 def _partition_result(
-    server: KafkaServer, topic: str, data: dict[str, Any], transactional_id: str | None = None
+    apis: KafkaApis, topic: str, data: dict[str, Any], transactional_id: str | None = None
 ) -> dict[str, Any]:
     index = data["index"]
     result: dict[str, Any] = {"index": index, "base_offset": -1, "log_append_time_ms": -1}
@@ -36,8 +36,8 @@ def _partition_result(
     try:
         if records is None or len(records) == 0:
             raise KafkaError(Errors.INVALID_RECORD, "empty record set")
-        _verify_transaction(server, transactional_id, topic, index, records)
-        info = server.replica_manager.append(topic, index, records)
+        _verify_transaction(apis, transactional_id, topic, index, records)
+        info = apis.replica_manager.append(topic, index, records)
     except KafkaError as e:
         result["error_code"] = int(e.code)
         result["error_message"] = e.message
@@ -47,7 +47,7 @@ def _partition_result(
                 {"batch_index": i, "batch_index_error_message": m} for i, m in e.record_errors
             ]
         return result
-    server.topic_metrics.record_append(topic, info.valid_bytes, info.num_messages)
+    apis.topic_metrics.record_append(topic, info.valid_bytes, info.num_messages)
     result["error_code"] = 0
     result["base_offset"] = info.first_offset
     result["log_append_time_ms"] = info.log_append_time
@@ -56,7 +56,7 @@ def _partition_result(
     return result
 
 
-def handle_produce(server: KafkaServer, request: Any) -> dict[str, Any] | None:
+def handle_produce(apis: KafkaApis, request: Any) -> dict[str, Any] | None:
     body = request.body
     acks = body["acks"]
     responses = []
@@ -68,21 +68,19 @@ def handle_produce(server: KafkaServer, request: Any) -> dict[str, Any] | None:
                 partitions.append(
                     {"index": data["index"], "error_code": int(Errors.INVALID_REQUIRED_ACKS)}
                 )
-            elif server.metadata.get(name) is None:
+            elif apis.metadata_cache.get(name) is None:
                 partitions.append(
                     {"index": data["index"], "error_code": int(Errors.UNKNOWN_TOPIC_OR_PARTITION)}
                 )
             else:
-                partitions.append(
-                    _partition_result(server, name, data, body.get("transactional_id"))
-                )
+                partitions.append(_partition_result(apis, name, data, body.get("transactional_id")))
         responses.append({"name": name, "partition_responses": partitions})
     if acks == 0:
         # The client expects no answer; errors surface to it as metadata refreshes.
         request.send_no_response()
         return None
     response = {"responses": responses, "throttle_time_ms": 0}
-    purgatory = getattr(server, "produce_purgatory", None)
+    purgatory = apis.produce_purgatory
     if acks == -1 and purgatory is not None:
         # acks=all waits in the purgatory until the high watermarks reach the appends.
         pending = {
@@ -95,7 +93,9 @@ def handle_produce(server: KafkaServer, request: Any) -> dict[str, Any] | None:
             for p in t["partition_responses"]:
                 p.pop("_last_offset", None)
         if pending:
-            purgatory.watch(DelayedProduce(server, request, response, pending, body["timeout_ms"]))
+            purgatory.watch(
+                DelayedProduce(apis.replica_manager, request, response, pending, body["timeout_ms"])
+            )
             return None
     for t in responses:
         for p in t["partition_responses"]:

@@ -8,7 +8,7 @@ from kafkars.server.errors import Errors
 from kafkars.server.quota_manager import DEFAULT, QUOTA_KEYS, Entity
 
 if TYPE_CHECKING:
-    from kafkars.server.kafka_server import KafkaServer
+    from kafkars.server.kafka_apis import KafkaApis
 
 USER, CLIENT_ID = "user", "client-id"
 MATCH_EXACT, MATCH_DEFAULT, MATCH_ANY = 0, 1, 2
@@ -55,20 +55,20 @@ def _matches(entity: Entity, components: list[dict[str, Any]], strict: bool) -> 
     return True
 
 
-def handle_describe_client_quotas(server: KafkaServer, request: Any) -> dict[str, Any]:
+def handle_describe_client_quotas(apis: KafkaApis, request: Any) -> dict[str, Any]:
     body = request.body
     entries = [
         {
             "entity": _entity_data(entity),
             "values": [{"key": k, "value": float(v)} for k, v in sorted(values.items())],
         }
-        for entity, values in server.quota_store.entities().items()
+        for entity, values in apis.quota_store.entities().items()
         if _matches(entity, body["components"], body["strict"])
     ]
     return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "entries": entries}
 
 
-def handle_alter_client_quotas(server: KafkaServer, request: Any) -> dict[str, Any]:
+def handle_alter_client_quotas(apis: KafkaApis, request: Any) -> dict[str, Any]:
     results = []
     for entry in request.body["entries"]:
         entity = _entity(entry["entity"])
@@ -85,6 +85,6 @@ def handle_alter_client_quotas(server: KafkaServer, request: Any) -> dict[str, A
             elif not request.body["validate_only"]:
                 sets = {op["key"]: op["value"] for op in entry["ops"] if not op["remove"]}
                 removes = [op["key"] for op in entry["ops"] if op["remove"]]
-                server.quota_store.alter(entity, sets, removes)
+                apis.quota_store.alter(entity, sets, removes)
         results.append({"error_code": error, "error_message": message, "entity": entry["entity"]})
     return {"throttle_time_ms": 0, "entries": results}

@@ -17,13 +17,13 @@ from kafkars.security.scram import (
 from kafkars.server.errors import Errors
 
 if TYPE_CHECKING:
-    from kafkars.server.kafka_server import KafkaServer
+    from kafkars.server.kafka_apis import KafkaApis
 
 log = logging.getLogger("kafkars.server.Authenticator")
 
 
-def handle_sasl_handshake(server: KafkaServer, request: Any) -> dict[str, Any]:
-    settings = server.sasl_settings.get(request.listener_name)
+def handle_sasl_handshake(apis: KafkaApis, request: Any) -> dict[str, Any]:
+    settings = apis.sasl_settings.get(request.listener_name)
     if settings is None:
         # Only SASL listeners authenticate: anywhere else this request is out of place.
         return {"error_code": int(Errors.ILLEGAL_SASL_STATE), "mechanisms": []}
@@ -33,11 +33,11 @@ def handle_sasl_handshake(server: KafkaServer, request: Any) -> dict[str, Any]:
             "error_code": int(Errors.UNSUPPORTED_SASL_MECHANISM),
             "mechanisms": settings.mechanisms,
         }
-    request.put_sasl_state(new_exchange(mechanism, settings, server.scram_store))
+    request.put_sasl_state(new_exchange(mechanism, settings, apis.scram_store))
     return {"error_code": 0, "mechanisms": settings.mechanisms}
 
 
-def handle_sasl_authenticate(server: KafkaServer, request: Any) -> dict[str, Any]:
+def handle_sasl_authenticate(apis: KafkaApis, request: Any) -> dict[str, Any]:
     failed = {"auth_bytes": b"", "session_lifetime_ms": 0}
     exchange = request.take_sasl_state()
     if exchange is None or not hasattr(exchange, "step"):
@@ -61,7 +61,7 @@ def handle_sasl_authenticate(server: KafkaServer, request: Any) -> dict[str, Any
         request.put_sasl_state(exchange)  # another round (SCRAM's client-final)
     else:
         # connections.max.reauth.ms (KIP-368): the client must re-authenticate within it.
-        lifetime = int(server.config.get("connections.max.reauth.ms"))
+        lifetime = int(apis.config.get("connections.max.reauth.ms"))
         request.authenticate(exchange.principal, lifetime)
         log.debug("Authenticated %s from /%s", exchange.principal, request.client_host)
     return {
@@ -72,8 +72,8 @@ def handle_sasl_authenticate(server: KafkaServer, request: Any) -> dict[str, Any
     }
 
 
-def handle_describe_user_scram_credentials(server: KafkaServer, request: Any) -> dict[str, Any]:
-    users = server.scram_store.users()
+def handle_describe_user_scram_credentials(apis: KafkaApis, request: Any) -> dict[str, Any]:
+    users = apis.scram_store.users()
     wanted = request.body["users"]
     names = sorted(users) if not wanted else [u["name"] for u in wanted]
     results: list[dict[str, Any]] = []
@@ -116,9 +116,9 @@ def handle_describe_user_scram_credentials(server: KafkaServer, request: Any) ->
     return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "results": results}
 
 
-def handle_alter_user_scram_credentials(server: KafkaServer, request: Any) -> dict[str, Any]:
+def handle_alter_user_scram_credentials(apis: KafkaApis, request: Any) -> dict[str, Any]:
     body = request.body
-    store = server.scram_store
+    store = apis.scram_store
     results: dict[str, tuple[int, str | None]] = {}
 
     def fail(user: str, error: Errors, message: str) -> None:

@@ -8,10 +8,10 @@ from kafkars.server.errors import Errors, KafkaError
 from kafkars.server.metadata import validate_topic_name
 
 if TYPE_CHECKING:
-    from kafkars.server.kafka_server import KafkaServer
+    from kafkars.server.kafka_apis import KafkaApis
 
 
-def _resolve_counts(server: KafkaServer, t: dict[str, Any]) -> tuple[int, int]:
+def _resolve_counts(apis: KafkaApis, t: dict[str, Any]) -> tuple[int, int]:
     assignments = t["assignments"]
     if assignments:
         if t["num_partitions"] != -1 or t["replication_factor"] != -1:
@@ -21,16 +21,18 @@ def _resolve_counts(server: KafkaServer, t: dict[str, Any]) -> tuple[int, int]:
                 "Both cannot be used at the same time.",
             )
         for a in assignments:
-            if set(a["broker_ids"]) - {server.broker_id}:
+            if set(a["broker_ids"]) - {apis.broker_id}:
                 raise KafkaError(
                     Errors.INVALID_REPLICA_ASSIGNMENT, f"Unknown broker in {a['broker_ids']}"
                 )
         return len(assignments), len(assignments[0]["broker_ids"])
-    partitions = t["num_partitions"] if t["num_partitions"] != -1 else server.default_partitions
+    partitions = (
+        t["num_partitions"] if t["num_partitions"] != -1 else apis.config.default_partitions
+    )
     factor = (
         t["replication_factor"]
         if t["replication_factor"] != -1
-        else server.default_replication_factor
+        else apis.config.default_replication_factor
     )
     if partitions <= 0:
         raise KafkaError(Errors.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
@@ -47,7 +49,7 @@ def _resolve_counts(server: KafkaServer, t: dict[str, Any]) -> tuple[int, int]:
     return partitions, factor
 
 
-def handle_create_topics(server: KafkaServer, request: Any) -> dict[str, Any]:
+def handle_create_topics(apis: KafkaApis, request: Any) -> dict[str, Any]:
     body = request.body
     names = [t["name"] for t in body["topics"]]
     results = []
@@ -58,15 +60,15 @@ def handle_create_topics(server: KafkaServer, request: Any) -> dict[str, Any]:
             if names.count(name) > 1:
                 raise KafkaError(Errors.INVALID_REQUEST, "Duplicate topic name.")
             validate_topic_name(name)
-            if server.metadata.get(name) is not None:
+            if apis.metadata_cache.get(name) is not None:
                 raise KafkaError(Errors.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
-            partitions, factor = _resolve_counts(server, t)
+            partitions, factor = _resolve_counts(apis, t)
             configs = {c["name"]: c["value"] for c in t["configs"] if c["value"] is not None}
-            server.validate_topic_configs(configs)
+            apis.controller.validate_topic_configs(configs)
             if body["validate_only"]:
                 topic_id = None
             else:
-                topic_id = server.create_topic(name, partitions, configs).topic_id
+                topic_id = apis.controller.create_topic(name, partitions, configs).topic_id
             result.update(error_code=0, num_partitions=partitions, replication_factor=factor)
             if topic_id is not None:
                 result["topic_id"] = topic_id
@@ -79,7 +81,7 @@ def handle_create_topics(server: KafkaServer, request: Any) -> dict[str, Any]:
                         "config_source": e.source,
                         "is_sensitive": e.is_sensitive,
                     }
-                    for e in server.describe_topic_configs(name, configs)
+                    for e in apis.config.describe_topic_configs(configs)
                 ]
         except KafkaError as e:
             result.update(error_code=int(e.code), error_message=e.message)
@@ -87,7 +89,7 @@ def handle_create_topics(server: KafkaServer, request: Any) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "topics": results}
 
 
-def handle_delete_topics(server: KafkaServer, request: Any) -> dict[str, Any]:
+def handle_delete_topics(apis: KafkaApis, request: Any) -> dict[str, Any]:
     body = request.body
     wanted: list[tuple[str | None, Any]] = [(n, None) for n in body["topic_names"]]
     wanted += [(t["name"], t["topic_id"]) for t in body["topics"]]
@@ -97,16 +99,18 @@ def handle_delete_topics(server: KafkaServer, request: Any) -> dict[str, Any]:
         if topic_id is not None:
             result["topic_id"] = topic_id
         try:
-            topic = server.metadata.get(name) if name else server.metadata.get_by_id(topic_id)
+            topic = (
+                apis.metadata_cache.get(name) if name else apis.metadata_cache.get_by_id(topic_id)
+            )
             if topic is None:
                 code = Errors.UNKNOWN_TOPIC_OR_PARTITION if name else Errors.UNKNOWN_TOPIC_ID
                 raise KafkaError(code)
-            if not server.delete_topic_enable:
+            if not apis.config.delete_topic_enable:
                 raise KafkaError(Errors.TOPIC_DELETION_DISABLED)
             if topic.is_internal:
                 raise KafkaError(Errors.INVALID_TOPIC_EXCEPTION, "Cannot delete internal topics")
             result.update(name=topic.name, topic_id=topic.topic_id)
-            server.delete_topic(topic.name)
+            apis.controller.delete_topic(topic.name)
             result["error_code"] = 0
         except KafkaError as e:
             result.update(error_code=int(e.code), error_message=e.message)
@@ -114,14 +118,14 @@ def handle_delete_topics(server: KafkaServer, request: Any) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "responses": results}
 
 
-def handle_create_partitions(server: KafkaServer, request: Any) -> dict[str, Any]:
+def handle_create_partitions(apis: KafkaApis, request: Any) -> dict[str, Any]:
     body = request.body
     results = []
     for t in body["topics"]:
         name = t["name"]
         result: dict[str, Any] = {"name": name}
         try:
-            topic = server.metadata.get(name)
+            topic = apis.metadata_cache.get(name)
             if topic is None:
                 raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION)
             count = t["count"]
@@ -141,10 +145,10 @@ def handle_create_partitions(server: KafkaServer, request: Any) -> dict[str, Any
                         "provided.",
                     )
                 for a in assignments:
-                    if set(a["broker_ids"]) - {server.broker_id}:
+                    if set(a["broker_ids"]) - {apis.broker_id}:
                         raise KafkaError(Errors.INVALID_REPLICA_ASSIGNMENT)
             if not body["validate_only"]:
-                server.add_partitions(name, count)
+                apis.controller.add_partitions(name, count)
             result["error_code"] = 0
         except KafkaError as e:
             result.update(error_code=int(e.code), error_message=e.message)

@@ -18,15 +18,15 @@ from kafkars.server.errors import Errors, KafkaError
 
 if TYPE_CHECKING:
     from kafkars.coordinator.transaction import TransactionCoordinator
-    from kafkars.server.kafka_server import KafkaServer
+    from kafkars.server.kafka_apis import KafkaApis
 
 # The first version of each API whose clients know PRODUCER_FENCED; older ones are told
 # INVALID_PRODUCER_EPOCH, as Kafka does.
 _PRODUCER_FENCED_SINCE = {"init": 4, "add_partitions": 2, "add_offsets": 2, "end": 2, "txn_oc": 3}
 
 
-def _coordinator(server: KafkaServer) -> TransactionCoordinator:
-    coordinator = server.transaction_coordinator
+def _coordinator(apis: KafkaApis) -> TransactionCoordinator:
+    coordinator = apis.transaction_coordinator
     assert coordinator is not None  # created at start-up, before requests are served
     return coordinator
 
@@ -37,19 +37,18 @@ def _for_version(error: Errors, version: int, api: str) -> int:
     return int(error)
 
 
-def _partition_exists(server: KafkaServer, topic: str, partition: int) -> bool:
-    meta = server.metadata.get(topic)
-    return meta is not None and 0 <= partition < meta.num_partitions
+def _partition_exists(apis: KafkaApis, topic: str, partition: int) -> bool:
+    return apis.metadata_cache.contains_partition(topic, partition)
 
 
 # -- InitProducerId -----------------------------------------------------------------------
-def handle_init_producer_id(server: KafkaServer, request: Any) -> dict[str, Any]:
+def handle_init_producer_id(apis: KafkaApis, request: Any) -> dict[str, Any]:
     body = request.body
     version = request.api_version
     transactional_id = body["transactional_id"]
     if transactional_id is not None:
-        server.transaction_state_manager.ensure_topic()
-    result = _coordinator(server).handle_init_producer_id(
+        apis.transaction_state_manager.ensure_topic()
+    result = _coordinator(apis).handle_init_producer_id(
         transactional_id,
         body["transaction_timeout_ms"],
         body.get("producer_id", -1) if version >= 3 else -1,
@@ -65,13 +64,13 @@ def handle_init_producer_id(server: KafkaServer, request: Any) -> dict[str, Any]
 
 # -- AddPartitionsToTxn -------------------------------------------------------------------
 def _add_partitions(
-    server: KafkaServer, txn: dict[str, Any], version: int, verify_only: bool
+    apis: KafkaApis, txn: dict[str, Any], version: int, verify_only: bool
 ) -> list[dict[str, Any]]:
     """One transaction's topic results. Unknown partitions fail the request (the others
     get OPERATION_NOT_ATTEMPTED), as Kafka's KafkaApis does."""
     wanted = [(t["name"], p) for t in txn["topics"] for p in t["partitions"]]
-    unknown = {tp for tp in wanted if not _partition_exists(server, *tp)}
-    coordinator = _coordinator(server)
+    unknown = {tp for tp in wanted if not _partition_exists(apis, *tp)}
+    coordinator = _coordinator(apis)
     errors: dict[tuple[str, int], int]
     if unknown:
         errors = {
@@ -98,7 +97,7 @@ def _add_partitions(
     return [{"name": t, "results_by_partition": ps} for t, ps in by_topic.items()]
 
 
-def handle_add_partitions_to_txn(server: KafkaServer, request: Any) -> dict[str, Any]:
+def handle_add_partitions_to_txn(apis: KafkaApis, request: Any) -> dict[str, Any]:
     body = request.body
     version = request.api_version
     if version <= 3:
@@ -110,13 +109,13 @@ def handle_add_partitions_to_txn(server: KafkaServer, request: Any) -> dict[str,
         }
         return {
             "throttle_time_ms": 0,
-            "results_by_topic_v3_and_below": _add_partitions(server, txn, version, False),
+            "results_by_topic_v3_and_below": _add_partitions(apis, txn, version, False),
         }
     # v4+: the broker-to-coordinator form (KIP-890), several transactions at once.
     results = [
         {
             "transactional_id": t["transactional_id"],
-            "topic_results": _add_partitions(server, t, version, t["verify_only"]),
+            "topic_results": _add_partitions(apis, t, version, t["verify_only"]),
         }
         for t in body["transactions"]
     ]
@@ -124,13 +123,13 @@ def handle_add_partitions_to_txn(server: KafkaServer, request: Any) -> dict[str,
 
 
 # -- AddOffsetsToTxn ----------------------------------------------------------------------
-def handle_add_offsets_to_txn(server: KafkaServer, request: Any) -> dict[str, Any]:
+def handle_add_offsets_to_txn(apis: KafkaApis, request: Any) -> dict[str, Any]:
     """Adds the group's `__consumer_offsets` partition to the transaction, so its
     TxnOffsetCommit records are committed or aborted with it."""
     body = request.body
-    server.group_metadata_manager.ensure_topic()
-    partition = server.group_metadata_manager.partition_for(body["group_id"])
-    error = _coordinator(server).handle_add_partitions(
+    apis.group_metadata_manager.ensure_topic()
+    partition = apis.group_metadata_manager.partition_for(body["group_id"])
+    error = _coordinator(apis).handle_add_partitions(
         body["transactional_id"],
         body["producer_id"],
         body["producer_epoch"],
@@ -143,9 +142,9 @@ def handle_add_offsets_to_txn(server: KafkaServer, request: Any) -> dict[str, An
 
 
 # -- EndTxn -------------------------------------------------------------------------------
-def handle_end_txn(server: KafkaServer, request: Any) -> dict[str, Any]:
+def handle_end_txn(apis: KafkaApis, request: Any) -> dict[str, Any]:
     body = request.body
-    error = _coordinator(server).handle_end_transaction(
+    error = _coordinator(apis).handle_end_transaction(
         body["transactional_id"], body["producer_id"], body["producer_epoch"], body["committed"]
     )
     return {
@@ -159,7 +158,7 @@ def handle_end_txn(server: KafkaServer, request: Any) -> dict[str, Any]:
 
 
 # -- TxnOffsetCommit ----------------------------------------------------------------------
-def handle_txn_offset_commit(server: KafkaServer, request: Any) -> dict[str, Any]:
+def handle_txn_offset_commit(apis: KafkaApis, request: Any) -> dict[str, Any]:
     body = request.body
     version = request.api_version
     group_id = body["group_id"]
@@ -169,7 +168,7 @@ def handle_txn_offset_commit(server: KafkaServer, request: Any) -> dict[str, Any
     for t in body["topics"]:
         for p in t["partitions"]:
             tp = (t["name"], p["partition_index"])
-            if not _partition_exists(server, *tp):
+            if not _partition_exists(apis, *tp):
                 unknown.add(tp)
                 continue
             offsets[tp] = OffsetAndMetadata(
@@ -180,12 +179,12 @@ def handle_txn_offset_commit(server: KafkaServer, request: Any) -> dict[str, Any
             )
     # The group's offsets partition must be in the producer's open transaction
     # (AddOffsetsToTxn first), with the current epoch.
-    server.group_metadata_manager.ensure_topic()
+    apis.group_metadata_manager.ensure_topic()
     offsets_partition = (
         GROUP_METADATA_TOPIC_NAME,
-        server.group_metadata_manager.partition_for(group_id),
+        apis.group_metadata_manager.partition_for(group_id),
     )
-    check = _coordinator(server).verify_partitions(
+    check = _coordinator(apis).verify_partitions(
         body["transactional_id"], body["producer_id"], body["producer_epoch"], [offsets_partition]
     )[offsets_partition]
     results: dict[tuple[str, int], Errors]
@@ -194,7 +193,7 @@ def handle_txn_offset_commit(server: KafkaServer, request: Any) -> dict[str, Any
     elif check is not Errors.NONE:
         results = dict.fromkeys(offsets, Errors.INVALID_TXN_STATE)
     else:
-        group_coordinator = server.group_coordinator
+        group_coordinator = apis.group_coordinator
         assert group_coordinator is not None
         results = group_coordinator.handle_txn_commit_offsets(
             group_id,
@@ -219,7 +218,7 @@ def handle_txn_offset_commit(server: KafkaServer, request: Any) -> dict[str, Any
 
 
 # -- WriteTxnMarkers ----------------------------------------------------------------------
-def handle_write_txn_markers(server: KafkaServer, request: Any) -> dict[str, Any]:
+def handle_write_txn_markers(apis: KafkaApis, request: Any) -> dict[str, Any]:
     """The coordinator-to-leader form: writes each marker to the partitions it names
     (this broker's coordinator writes its own markers without a request)."""
     markers = []
@@ -229,7 +228,7 @@ def handle_write_txn_markers(server: KafkaServer, request: Any) -> dict[str, Any
             partitions = []
             for index in t["partition_indexes"]:
                 try:
-                    server.write_txn_marker(
+                    apis.txn_marker_writer.write_txn_marker(
                         t["name"],
                         index,
                         m["producer_id"],
@@ -247,14 +246,14 @@ def handle_write_txn_markers(server: KafkaServer, request: Any) -> dict[str, Any
 
 
 # -- admin --------------------------------------------------------------------------------
-def handle_describe_producers(server: KafkaServer, request: Any) -> dict[str, Any]:
+def handle_describe_producers(apis: KafkaApis, request: Any) -> dict[str, Any]:
     topics = []
     for t in request.body["topics"]:
         partitions = []
         for index in t["partition_indexes"]:
             entry: dict[str, Any] = {"partition_index": index, "active_producers": []}
             try:
-                log = server.replica_manager.get_partition(t["name"], index).log
+                log = apis.replica_manager.get_partition(t["name"], index).log
             except KafkaError as e:
                 partitions.append({**entry, "error_code": int(e.code), "error_message": None})
                 continue
@@ -276,20 +275,20 @@ def handle_describe_producers(server: KafkaServer, request: Any) -> dict[str, An
     return {"throttle_time_ms": 0, "topics": topics}
 
 
-def handle_describe_transactions(server: KafkaServer, request: Any) -> dict[str, Any]:
-    coordinator = _coordinator(server)
+def handle_describe_transactions(apis: KafkaApis, request: Any) -> dict[str, Any]:
+    coordinator = _coordinator(apis)
     states = [coordinator.describe(tid) for tid in request.body["transactional_ids"]]
     return {"throttle_time_ms": 0, "transaction_states": states}
 
 
-def handle_list_transactions(server: KafkaServer, request: Any) -> dict[str, Any]:
+def handle_list_transactions(apis: KafkaApis, request: Any) -> dict[str, Any]:
     body = request.body
-    unknown, states = _coordinator(server).list_transactions(
+    unknown, states = _coordinator(apis).list_transactions(
         body["state_filters"],
         body["producer_id_filters"],
         body.get("duration_filter", -1) if request.api_version >= 1 else -1,
     )
-    authorizer = getattr(server, "authorizer", None)
+    authorizer = apis.authorizer
     if authorizer is not None:
         # Kafka lists only the transactional ids the principal may describe.
         principal = request.principal or "User:ANONYMOUS"

@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING, Any
 from kafkars.server.errors import Errors
 
 if TYPE_CHECKING:
-    from kafkars.server.kafka_server import KafkaServer
+    from kafkars.server.kafka_apis import KafkaApis
 
 
-def handle_api_versions(server: KafkaServer, request: Any) -> dict[str, Any]:
+def handle_api_versions(apis: KafkaApis, request: Any) -> dict[str, Any]:
     api_keys = [
         {"api_key": int(key), "min_version": low, "max_version": high}
-        for key, (low, high) in server.apis.advertised.items()
+        for key, (low, high) in apis.advertised.items()
     ]
     # An unknown (newer) version gets a v0 answer with the supported ranges, so the client
     # can retry with a version both sides know.
