@@ -60,7 +60,7 @@ impl OffsetIndex {
 
     fn parse(&self, entry: &[u8]) -> OffsetPosition {
         OffsetPosition {
-            offset: self.idx.base_offset + i64::from(relative_offset(entry)),
+            offset: self.key(entry),
             position: physical_position(entry) as u32,
         }
     }
@@ -145,8 +145,13 @@ impl OffsetIndex {
         }
     }
 
+    /// The absolute offset of an entry. Wrapping, as Kafka's `long` arithmetic: a damaged
+    /// file's entry past `i64::MAX` comes out below the base offset, which
+    /// `sanity_check` refuses, instead of panicking on the overflow.
     fn key(&self, entry: &[u8]) -> i64 {
-        self.idx.base_offset + i64::from(relative_offset(entry))
+        self.idx
+            .base_offset
+            .wrapping_add(i64::from(relative_offset(entry)))
     }
 
     /// Appends `(offset, position)`. Offsets must increase and fit the 32-bit

@@ -58,7 +58,12 @@ impl TimeIndex {
     fn parse(&self, entry: &[u8]) -> TimestampOffset {
         TimestampOffset {
             timestamp: timestamp(entry),
-            offset: self.idx.base_offset + i64::from(relative_offset(entry)),
+            // Wrapping, as Kafka's `long` arithmetic: a damaged file's entry past
+            // `i64::MAX` comes out below the base offset, which `sanity_check` refuses.
+            offset: self
+                .idx
+                .base_offset
+                .wrapping_add(i64::from(relative_offset(entry))),
         }
     }
 
@@ -188,7 +193,7 @@ impl TimeIndex {
     /// Removes entries whose offset is `>= offset`.
     pub fn truncate_to(&mut self, offset: i64) {
         let base = self.base_offset();
-        let key = |e: &[u8]| base + i64::from(relative_offset(e));
+        let key = |e: &[u8]| base.wrapping_add(i64::from(relative_offset(e)));
         let keep = match self.idx.largest_lower_bound_slot(offset, key) {
             None => 0,
             Some(slot) if key(self.idx.entry(slot)) == offset => {
