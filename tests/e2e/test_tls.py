@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafkars.broker import Broker
 from kafkars.server.api_keys import ApiKey
@@ -142,6 +142,37 @@ def test_client_auth_required(pki: Path) -> None:
         assert "User:O=kafkars,CN=alice" in principals, principals
 
 
+def test_principal_mapping_rules(pki: Path, topic: str) -> None:
+    """ssl.principal.mapping.rules turns the subject into the short name ACLs use: with
+    only User:alice a super user, the mapped client may create a topic; a subject no
+    rule maps is refused."""
+    trust = {
+        "ssl.client.auth": "required",
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(pki / "ca.pem"),
+        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+        "super.users": "User:alice;User:ANONYMOUS",
+    }
+    client = {
+        "security.protocol": "SSL",
+        "ssl.ca.location": str(pki / "ca.pem"),
+        "ssl.certificate.location": str(pki / "client.pem"),
+        "ssl.key.location": str(pki / "client.key"),
+    }
+    rules = "RULE:^O=kafkars,CN=(.*)$/$1/L,DEFAULT"
+    with ssl_broker(pki, **trust, **{"ssl.principal.mapping.rules": rules}) as b:
+        admin = AdminClient({**client, "bootstrap.servers": ssl_bootstrap(b)})
+        admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(10)
+    # Without the rule the principal is the whole DN, which is not a super user.
+    with ssl_broker(pki, **trust) as b:
+        admin = AdminClient({**client, "bootstrap.servers": ssl_bootstrap(b)})
+        with pytest.raises(KafkaException, match="TOPIC_AUTHORIZATION_FAILED|Authorization"):
+            admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(10)
+    unmapped = ssl_broker(pki, **trust, **{"ssl.principal.mapping.rules": "RULE:^CN=x$/x/"})
+    with unmapped as b, pytest.raises(KafkaException):
+        AdminClient({**client, "bootstrap.servers": ssl_bootstrap(b)}).list_topics(timeout=3)
+
+
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
@@ -151,6 +182,7 @@ def test_client_auth_required(pki: Path) -> None:
             "cannot open it (wrong password?)",
         ),
         ({"ssl.key.password": "wrong"}, "ssl.key.password"),
+        ({"ssl.principal.mapping.rules": "RULE:oops"}, "ssl.principal.mapping.rules"),
         ({"ssl.keystore.location": "/nonexistent/keystore.pem"}, "cannot read it"),
         ({"ssl.enabled.protocols": "TLSv1.1"}, "ssl.enabled.protocols"),
         ({"ssl.client.auth": "required"}, "truststore"),

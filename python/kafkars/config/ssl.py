@@ -168,6 +168,9 @@ def listener_tls_settings(config: Any, listener: str) -> dict[str, Any]:
         "client_auth": str(_value(config, listener, "ssl.client.auth")),
         "protocols": [p.strip() for p in protocols if p.strip()],
         "cipher_suites": [s.strip() for s in suites if s.strip()],
+        "principal_mapping_rules": str(
+            _value(config, listener, "ssl.principal.mapping.rules") or "DEFAULT"
+        ),
     }
 
 

@@ -328,6 +328,8 @@ pub(crate) struct PyTlsSettings {
     protocols: Vec<String>,
     #[pyo3(item)]
     cipher_suites: Vec<String>,
+    #[pyo3(item)]
+    principal_mapping_rules: String,
 }
 
 impl PyTlsSettings {
@@ -402,7 +404,7 @@ impl PySocketServer {
         let listeners = listeners
             .into_iter()
             .map(|(listener_name, security_protocol, host, port)| {
-                let tls = match tls.get(&listener_name) {
+                let tls_config = match tls.get(&listener_name) {
                     None => None,
                     Some(settings) => Some(
                         kafkars_server::tls::server_config(&settings.to_settings()?).map_err(
@@ -410,12 +412,20 @@ impl PySocketServer {
                         )?,
                     ),
                 };
+                let principal_mapper = match tls.get(&listener_name) {
+                    None => None,
+                    Some(settings) => Some(Arc::new(
+                        kafkars_server::PrincipalMapper::parse(&settings.principal_mapping_rules)
+                            .map_err(|e| PyValueError::new_err(e.to_string()))?,
+                    )),
+                };
                 Ok(EndPoint {
                     listener_name,
                     security_protocol,
                     host,
                     port,
-                    tls,
+                    tls: tls_config,
+                    principal_mapper,
                 })
             })
             .collect::<PyResult<Vec<_>>>()?;

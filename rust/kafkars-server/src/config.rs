@@ -15,6 +15,8 @@ pub struct EndPoint {
     pub port: u16,
     /// TLS for `SSL` listeners (see [`crate::tls::server_config`]).
     pub tls: Option<std::sync::Arc<rustls::ServerConfig>>,
+    /// `ssl.principal.mapping.rules` for SSL clients with a certificate.
+    pub principal_mapper: Option<std::sync::Arc<crate::PrincipalMapper>>,
 }
 
 /// Kafka's socket-server settings (`num.network.threads`, `queued.max.requests`, ...).
@@ -50,6 +52,7 @@ impl Default for SocketServerConfig {
                 host: "127.0.0.1".into(),
                 port: 9092,
                 tls: None,
+                principal_mapper: None,
             }],
             num_network_threads: 3,
             queued_max_requests: 500,

@@ -97,7 +97,12 @@ pub(crate) struct ConnectionHandler {
 }
 
 impl ConnectionHandler {
-    pub(crate) async fn run(self, stream: TcpStream, tls: Option<Arc<rustls::ServerConfig>>) {
+    pub(crate) async fn run(
+        self,
+        stream: TcpStream,
+        tls: Option<Arc<rustls::ServerConfig>>,
+        principal_mapper: Option<Arc<crate::PrincipalMapper>>,
+    ) {
         let _ = stream.set_nodelay(true);
         match tls {
             None => {
@@ -126,7 +131,17 @@ impl ConnectionHandler {
                         if let Some(dn) = subject
                             && !self.context.security_protocol.starts_with("SASL_")
                         {
-                            self.context.session.set_principal(&format!("User:{dn}"));
+                            let name = match &principal_mapper {
+                                Some(mapper) => mapper.name(&dn),
+                                None => Some(dn.clone()),
+                            };
+                            let Some(name) = name else {
+                                // Kafka fails the authentication of a subject no
+                                // ssl.principal.mapping.rules rule maps.
+                                tracing::warn!(subject = %dn, "no ssl.principal.mapping.rules rule applies; closing");
+                                return;
+                            };
+                            self.context.session.set_principal(&format!("User:{name}"));
                         }
                         let (read_half, write_half) = tokio::io::split(tls);
                         self.serve(Box::new(read_half), ResponseWriter::Tls(write_half))

@@ -15,6 +15,7 @@ mod creation_rate;
 mod frame;
 mod handler_pool;
 mod memory_pool;
+mod principal_mapper;
 mod request_channel;
 mod request_metrics;
 mod send;
@@ -24,6 +25,7 @@ pub mod tls;
 pub use config::{EndPoint, SocketServerConfig};
 pub use frame::RequestHeader;
 pub use handler_pool::RequestHandlerPool;
+pub use principal_mapper::{MappingRulesError, PrincipalMapper};
 pub use request_channel::{
     FileRegion, Request, RequestChannel, RequestContext, Responder, Response, ResponseChunk,
     ResponseSend, Session,

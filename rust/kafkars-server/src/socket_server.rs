@@ -47,6 +47,7 @@ struct ListenerInfo {
     /// Replaced in place when the listener's certificates are reloaded; connections
     /// take the current one when accepted.
     tls: Option<Arc<RwLock<Arc<rustls::ServerConfig>>>>,
+    principal_mapper: Option<Arc<crate::PrincipalMapper>>,
 }
 
 /// Runs the acceptor and processor threads until [`SocketServer::shutdown`].
@@ -148,6 +149,7 @@ impl SocketServer {
                             .insert(endpoint.listener_name.clone(), Arc::clone(&current));
                         current
                     }),
+                    principal_mapper: endpoint.principal_mapper.clone(),
                 }),
                 processors: Arc::clone(&processors),
                 quotas: Arc::clone(&quotas),
@@ -354,7 +356,8 @@ impl Processor {
                         let tls = new.endpoint.tls.as_ref().map(|current| {
                             Arc::clone(&current.read().unwrap_or_else(|e| e.into_inner()))
                         });
-                        connections.spawn(handler.run(stream, tls));
+                        let mapper = new.endpoint.principal_mapper.clone();
+                        connections.spawn(handler.run(stream, tls, mapper));
                     }
                 }
             }
