@@ -72,6 +72,7 @@ bench: dev bench-rust ## all benchmarks (Criterion, pytest-benchmark, the broker
 	$(PY) -m pytest bench --benchmark-enable -q
 	$(PY) bench/test_spark_decode.py
 	$(PY) bench/broker_bench.py
+	$(PY) bench/tls_bench.py
 
 conformance: dev ## librdkafka's test suite against a broker (builds librdkafka once; slow)
 	scripts/conformance.sh $(TESTS)

@@ -58,9 +58,12 @@ def loopback_limit(total_bytes: int, chunk: int = 1 << 20) -> float:
     return received / elapsed / 1e6
 
 
-def produce(bootstrap: str, topic: str, records: int, size: int) -> tuple[float, float]:
+def produce(
+    bootstrap: str, topic: str, records: int, size: int, client: dict[str, str] | None = None
+) -> tuple[float, float]:
     p = Producer(
         {
+            **(client or {}),
             "bootstrap.servers": bootstrap,
             "linger.ms": 5,
             "batch.size": 1_000_000,
@@ -84,9 +87,12 @@ def produce(bootstrap: str, topic: str, records: int, size: int) -> tuple[float,
     return records / elapsed, records * size / elapsed / 1e6
 
 
-def consume(bootstrap: str, topic: str, records: int, size: int) -> tuple[float, float]:
+def consume(
+    bootstrap: str, topic: str, records: int, size: int, client: dict[str, str] | None = None
+) -> tuple[float, float]:
     c = Consumer(
         {
+            **(client or {}),
             "bootstrap.servers": bootstrap,
             "group.id": f"bench-{uuid.uuid4().hex[:6]}",
             "enable.auto.commit": False,
