@@ -38,7 +38,7 @@ from kafkars.server.dynamic_config import DynamicBrokerConfig
 from kafkars.server.kafka_apis import KafkaApis
 from kafkars.server.log_tasks import schedule_log_tasks
 from kafkars.server.metadata import METADATA_FILE, MetadataStore
-from kafkars.server.metadata_cache import MetadataCache
+from kafkars.server.metadata_cache import LocalMetadataCache
 from kafkars.server.metrics import BrokerTopicMetrics, MetricsServer
 from kafkars.server.quota_manager import ClientQuotaManager, QuotaStore
 from kafkars.server.replica_manager import ReplicaManager
@@ -198,13 +198,14 @@ class KafkaServer:
         self.controller = LocalController(self.metadata, self.replica_manager, self.dynamic_config)
         self.controller.startup()
         self.dynamic_config.add_reconfigurable(self.controller.reconfigure)
-        self.metadata_cache = MetadataCache(
+        self.metadata_cache = LocalMetadataCache(
             self.metadata,
             broker_id=self.broker_id,
             cluster_id=self.cluster_id,
             endpoint=self.advertised_endpoint,
             listener_names=lambda: [name for name, _, _, _ in self.bound_listeners],
             rack=lambda: self.dynamic_config.rack,
+            leader_epoch=self.replica_manager.leader_epoch,
         )
         t = step("replica manager", t)
 

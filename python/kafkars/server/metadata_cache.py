@@ -1,8 +1,9 @@
 """Kafka's `MetadataCache`: the read view request handlers take of the cluster.
 
 Topics (names, ids, partition counts, configs), the brokers that serve them and where
-clients reach them, the cluster id and the controller. Here one broker is the whole
-cluster and `MetadataStore` holds the topics; a cluster-mode cache, fed by the
+clients reach them, who leads each partition, the cluster id and the controller.
+`MetadataCache` is the protocol the handlers use; `LocalMetadataCache` answers it for a
+broker that is the whole cluster, from `MetadataStore`. A cluster-mode cache, fed by the
 controller, answers the same questions without the handlers changing.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from kafkars.server.metadata import MetadataStore, TopicMetadata
 
@@ -25,10 +27,47 @@ class BrokerNode:
     rack: str | None
 
 
-class MetadataCache:
+@dataclass(frozen=True)
+class PartitionState:
+    """Who leads a partition, at which epoch, and its replicas and in-sync replicas."""
+
+    leader_id: int
+    leader_epoch: int
+    replicas: list[int]
+    isr: list[int]
+
+
+class MetadataCache(Protocol):
+    def topics(self) -> list[TopicMetadata]: ...
+
+    def get(self, name: str) -> TopicMetadata | None: ...
+
+    def get_by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None: ...
+
+    def contains_partition(self, topic: str, partition: int) -> bool: ...
+
+    def topic_names_by_id(self) -> dict[uuid.UUID, str]: ...
+
+    def partition_state(self, topic: str, partition: int) -> PartitionState: ...
+
+    @property
+    def cluster_id(self) -> str: ...
+
+    @property
+    def controller_id(self) -> int: ...
+
+    def alive_brokers(self, listener_name: str) -> list[BrokerNode]: ...
+
+    def node(self, broker_id: int, listener_name: str) -> BrokerNode | None: ...
+
+    def advertised_listeners(self, broker_id: int) -> str: ...
+
+
+class LocalMetadataCache:
     """`endpoint(listener)` is the local broker's advertised (host, port) on a listener,
     `listener_names()` the listeners it has bound, `rack()` its rack: all read when asked,
-    as the listeners are bound after the cache is made."""
+    as the listeners are bound after the cache is made. `leader_epoch(topic, partition)`
+    is the epoch this broker leads the partition at."""
 
     def __init__(
         self,
@@ -39,6 +78,7 @@ class MetadataCache:
         endpoint: Callable[[str], tuple[str, int]],
         listener_names: Callable[[], list[str]],
         rack: Callable[[], str | None],
+        leader_epoch: Callable[[str, int], int],
     ) -> None:
         self._store = store
         self._broker_id = broker_id
@@ -46,6 +86,7 @@ class MetadataCache:
         self._endpoint = endpoint
         self._listener_names = listener_names
         self._rack = rack
+        self._leader_epoch = leader_epoch
 
     # -- topics --------------------------------------------------------------------------
     def topics(self) -> list[TopicMetadata]:
@@ -63,6 +104,11 @@ class MetadataCache:
 
     def topic_names_by_id(self) -> dict[uuid.UUID, str]:
         return {t.topic_id: t.name for t in self._store.topics()}
+
+    def partition_state(self, topic: str, partition: int) -> PartitionState:
+        """One broker: it leads every partition and is its only replica."""
+        me = [self._broker_id]
+        return PartitionState(self._broker_id, self._leader_epoch(topic, partition), me, me)
 
     # -- brokers -------------------------------------------------------------------------
     @property

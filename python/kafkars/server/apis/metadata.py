@@ -26,19 +26,17 @@ def _topic_entry(apis: KafkaApis, name: str) -> dict[str, Any]:
     topic = apis.metadata_cache.get(name)
     if topic is None:
         return {"error_code": int(Errors.UNKNOWN_TOPIC_OR_PARTITION), "name": name}
-    # One broker: every partition's leader and only replica is this one.
-    node = apis.broker_id
     partitions = []
     for index in range(topic.num_partitions):
-        epoch = apis.replica_manager.leader_epoch(name, index)
+        state = apis.metadata_cache.partition_state(name, index)
         partitions.append(
             {
                 "error_code": 0,
                 "partition_index": index,
-                "leader_id": node,
-                "leader_epoch": epoch,
-                "replica_nodes": [node],
-                "isr_nodes": [node],
+                "leader_id": state.leader_id,
+                "leader_epoch": state.leader_epoch,
+                "replica_nodes": list(state.replicas),
+                "isr_nodes": list(state.isr),
                 "offline_replicas": [],
             }
         )
