@@ -49,6 +49,20 @@ def test_append_read_and_lookups(tmp_path: Path) -> None:
     manager.shutdown()
 
 
+def test_rolled_segments_are_flushed_and_move_the_recovery_point(tmp_path: Path) -> None:
+    manager = open_manager(tmp_path)
+    log = manager.get_or_create_log("rolled", 0, SMALL_SEGMENTS)
+    for i in range(20):
+        log.append_as_leader(batch(1000 + i * 10, 10), 0)
+    assert log.num_segments > 1 and log.recovery_point == 0
+    assert manager.flush_rolled_segments() == 1
+    # Up to the active segment's base offset: every offset before it is on disk.
+    assert 0 < log.recovery_point < log.log_end_offset
+    # Nothing new rolled: nothing to flush.
+    assert manager.flush_rolled_segments() == 0
+    manager.shutdown()
+
+
 def test_bad_batches_get_kafka_error_codes(tmp_path: Path) -> None:
     manager = open_manager(tmp_path)
     log = manager.get_or_create_log("t", 0, {"max_message_bytes": 500})

@@ -4,12 +4,13 @@
 |---|---|
 | `kafka-log-retention` | `log.retention.check.interval.ms` (5 min) |
 | `kafka-log-flusher` | `log.flush.scheduler.interval.ms` (never) |
+| `kafka-log-roll-flusher` | every second: segments a log rolled away from |
 | `kafka-recovery-point-checkpoint` | `log.flush.offset.checkpoint.interval.ms` (60 s) |
 | `kafka-log-start-offset-checkpoint` | `log.flush.start.offset.checkpoint.interval.ms` (60 s) |
 | `kafka-delete-logs` | `.deleted` files after `log.segment.delete.delay.ms` |
 
-All but the last start after `log.initial.task.delay.ms` (30 s). The work itself runs
-in Rust with the GIL released. The log cleaner has its own threads
+All but the roll flusher and `kafka-delete-logs` start after `log.initial.task.delay.ms`
+(30 s). The work itself runs in Rust with the GIL released. The log cleaner has its own threads
 (`log.cleaner.threads`), started here when `log.cleaner.enable` is set.
 """
 
@@ -26,6 +27,8 @@ log = logging.getLogger("kafkars.server.LogManager")
 # The longest sleep between `kafka-delete-logs` runs: a segment is removed at most this
 # long after its file.delete.delay.ms has passed.
 MAX_DELETE_CHECK_MS = 1000
+# How soon after a roll the segment left behind is fsynced (Kafka: at once, async).
+ROLL_FLUSH_MS = 1000
 
 
 def now_ms() -> int:
@@ -53,6 +56,11 @@ def schedule_log_tasks(scheduler: KafkaScheduler, log_manager: Any, config: Any)
     )
     scheduler.schedule(
         "kafka-log-flusher", flusher, initial, int(get("log.flush.scheduler.interval.ms"))
+    )
+    # Kafka flushes a segment once the log rolls past it (asynchronously, on its
+    # scheduler); checking every second does the same off the append path.
+    scheduler.schedule(
+        "kafka-log-roll-flusher", log_manager.flush_rolled_segments, ROLL_FLUSH_MS, ROLL_FLUSH_MS
     )
     scheduler.schedule(
         "kafka-recovery-point-checkpoint",

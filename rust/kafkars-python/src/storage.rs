@@ -508,6 +508,13 @@ impl PyLogManager {
         py.detach(|| m.flush_dirty_logs(now_ms)).map_err(log_error)
     }
 
+    /// Fsyncs the segments logs have rolled away from (Kafka's flush on roll), moving
+    /// their recovery points; returns how many logs were flushed.
+    fn flush_rolled_segments(&self, py: Python<'_>) -> PyResult<usize> {
+        let m = self.manager()?;
+        py.detach(|| m.flush_rolled_segments()).map_err(log_error)
+    }
+
     /// Physically deletes `.deleted` segments and `-delete` dirs whose delay has passed.
     fn delete_pending(&self, py: Python<'_>, now_ms: i64) -> PyResult<usize> {
         let m = self.manager()?;
