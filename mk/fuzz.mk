@@ -21,7 +21,7 @@ FUZZ_TARGETS ?= request_frame record_batch decompress index_files checkpoint_fil
 # broker's own release build).
 CARGO_FUZZ := cargo +nightly fuzz
 CARGO_FUZZ_FLAGS := -O --features libfuzzer
-LIBFUZZER_FLAGS ?= -timeout=20 -rss_limit_mb=2048 -max_len=262144 -print_final_stats=1
+LIBFUZZER_FLAGS ?= -timeout=20 -rss_limit_mb=2048 -malloc_limit_mb=512 -max_len=262144 -print_final_stats=1
 
 fuzz-tools: ## nightly and cargo-fuzz, installed when missing
 	@rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
