@@ -3,14 +3,12 @@ refused, and the producer state survives a restart (snapshots plus log replay)."
 
 from __future__ import annotations
 
-import socket
-import struct
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from raw_client import CodecConnection
 
 from kafkars import _core
 from kafkars.broker import Broker
@@ -18,29 +16,7 @@ from kafkars.broker import Broker
 PRODUCE, INIT_PRODUCER_ID = 0, 22
 
 
-class Connection:
-    """Requests through the broker's codec, on one socket."""
-
-    def __init__(self, broker: Broker) -> None:
-        host, port = broker.bootstrap_servers.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=10)
-        self.correlation = 0
-
-    def call(self, api_key: int, version: int, body: dict[str, Any]) -> dict[str, Any]:
-        self.correlation += 1
-        frame = _core.protocol.encode_request(api_key, version, self.correlation, "t", body)
-        self.sock.sendall(frame)
-        size = struct.unpack(">i", self._recv(4))[0]
-        return _core.protocol.decode_response(api_key, version, self.correlation, self._recv(size))
-
-    def _recv(self, n: int) -> bytes:
-        out = b""
-        while len(out) < n:
-            chunk = self.sock.recv(n - len(out))
-            assert chunk, "the broker closed the connection"
-            out += chunk
-        return out
-
+class Connection(CodecConnection):
     def produce(self, topic: str, batch: bytes) -> tuple[int, int]:
         body = {
             "acks": -1,
@@ -49,9 +25,6 @@ class Connection:
         }
         part = self.call(PRODUCE, 9, body)["responses"][0]["partition_responses"][0]
         return part["error_code"], part["base_offset"]
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 def idempotent_batch(pid: int, epoch: int, sequence: int, n: int) -> bytes:

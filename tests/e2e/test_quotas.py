@@ -3,13 +3,11 @@ rate answered with a throttle time and held back for it."""
 
 from __future__ import annotations
 
-import socket
-import struct
 import time
 from collections.abc import Callable
-from typing import Any
 
 from confluent_kafka.admin import AdminClient, NewTopic
+from raw_client import CodecConnection
 
 from kafkars import _core
 from kafkars.broker import Broker
@@ -17,28 +15,7 @@ from kafkars.broker import Broker
 ALTER_QUOTAS, DESCRIBE_QUOTAS, PRODUCE = 49, 48, 0
 
 
-class Connection:
-    def __init__(self, broker: Broker, client_id: str) -> None:
-        host, port = broker.bootstrap_servers.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=30)
-        self.client_id, self.correlation = client_id, 0
-
-    def call(self, api_key: int, version: int, body: dict[str, Any]) -> dict[str, Any]:
-        self.correlation += 1
-        codec = _core.protocol
-        self.sock.sendall(
-            codec.encode_request(api_key, version, self.correlation, self.client_id, body)
-        )
-        size = struct.unpack(">i", self._recv(4))[0]
-        return codec.decode_response(api_key, version, self.correlation, self._recv(size))
-
-    def _recv(self, n: int) -> bytes:
-        out = b""
-        while len(out) < n:
-            chunk = self.sock.recv(n - len(out))
-            assert chunk, "the broker closed the connection"
-            out += chunk
-        return out
+Connection = CodecConnection
 
 
 def test_producer_byte_rate_throttles(make_broker: Callable[..., Broker], topic: str) -> None:

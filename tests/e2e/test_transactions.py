@@ -6,8 +6,6 @@ refusal of a partition outside the transaction, and the admin APIs."""
 from __future__ import annotations
 
 import asyncio
-import socket
-import struct
 import time
 import uuid
 from typing import Any
@@ -15,6 +13,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from raw_client import CodecConnection
 
 from kafkars import _core
 from kafkars.broker import Broker
@@ -25,31 +24,7 @@ FIND_COORDINATOR, LIST_OFFSETS, FETCH = 10, 2, 1
 INVALID_TXN_STATE = 48
 
 
-class Connection:
-    """Requests through the broker's codec, on one socket."""
-
-    def __init__(self, broker: Broker) -> None:
-        host, port = broker.bootstrap_servers.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=10)
-        self.correlation = 0
-
-    def call(self, api_key: int, version: int, body: dict[str, Any]) -> dict[str, Any]:
-        self.correlation += 1
-        frame = _core.protocol.encode_request(api_key, version, self.correlation, "t", body)
-        self.sock.sendall(frame)
-        size = struct.unpack(">i", self._recv(4))[0]
-        return _core.protocol.decode_response(api_key, version, self.correlation, self._recv(size))
-
-    def _recv(self, n: int) -> bytes:
-        out = b""
-        while len(out) < n:
-            chunk = self.sock.recv(n - len(out))
-            assert chunk, "the broker closed the connection"
-            out += chunk
-        return out
-
-    def close(self) -> None:
-        self.sock.close()
+Connection = CodecConnection
 
 
 def create_topic(broker: Broker, topic: str, partitions: int = 1) -> None:
