@@ -29,19 +29,22 @@ JAAS = (
 )
 
 
+# A SASL/PLAIN listener with the ACL authorizer; admin is a super user, alice is not.
+SECURED_CONFIG = {
+    "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+    "inter.broker.listener.name": "SASL_PLAINTEXT",
+    "sasl.enabled.mechanisms": "PLAIN",
+    "sasl.mechanism.inter.broker.protocol": "PLAIN",
+    "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+    "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+    "super.users": "User:admin",
+    "group.initial.rebalance.delay.ms": "0",
+}
+
+
 @pytest.fixture(scope="module")
 def secured() -> Iterator[Broker]:
-    config = {
-        "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
-        "inter.broker.listener.name": "SASL_PLAINTEXT",
-        "sasl.enabled.mechanisms": "PLAIN",
-        "sasl.mechanism.inter.broker.protocol": "PLAIN",
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
-        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
-        "super.users": "User:admin",
-        "group.initial.rebalance.delay.ms": "0",
-    }
-    with Broker(config=config) as b:
+    with Broker(config=SECURED_CONFIG) as b:
         yield b
 
 

@@ -13,7 +13,7 @@ from kafkars.broker import Broker
 pytestmark = pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat not installed")
 
 
-def kcat(*args: str, stdin: str | None = None, timeout: float = 30) -> str:
+def kcat(*args: str, stdin: str | None = None, timeout: float = 60) -> str:
     out = subprocess.run(
         ["kcat", *args], input=stdin, capture_output=True, text=True, timeout=timeout, check=True
     )

@@ -17,38 +17,15 @@ from confluent_kafka.admin import (
     ResourcePatternType,
     ResourceType,
 )
+from test_acls import SECURED_CONFIG, conf
 
 from kafkars.broker import Broker
-
-JAAS = (
-    "org.apache.kafka.common.security.plain.PlainLoginModule required "
-    'user_admin="admin-secret" user_alice="alice-secret";'
-)
 
 
 @pytest.fixture(scope="module")
 def secured() -> Iterator[Broker]:
-    config = {
-        "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
-        "inter.broker.listener.name": "SASL_PLAINTEXT",
-        "sasl.enabled.mechanisms": "PLAIN",
-        "sasl.mechanism.inter.broker.protocol": "PLAIN",
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
-        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
-        "super.users": "User:admin",
-    }
-    with Broker(process=True, config=config) as b:
+    with Broker(process=True, config=SECURED_CONFIG) as b:
         yield b
-
-
-def conf(broker: Broker, user: str) -> dict[str, str]:
-    return {
-        "bootstrap.servers": broker.bootstrap_servers,
-        "security.protocol": "SASL_PLAINTEXT",
-        "sasl.mechanism": "PLAIN",
-        "sasl.username": user,
-        "sasl.password": f"{user}-secret",
-    }
 
 
 def allow(admin: AdminClient, rtype: ResourceType, name: str, op: AclOperation) -> None:

@@ -3,21 +3,14 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
 import uuid
 
 import pytest
+from test_kcat import kcat
 
 from kafkars.broker import Broker
 
 pytestmark = pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat not installed")
-
-
-def kcat(*args: str, stdin: str | None = None, timeout: float = 60) -> str:
-    out = subprocess.run(
-        ["kcat", *args], input=stdin, capture_output=True, text=True, timeout=timeout, check=True
-    )
-    return out.stdout
 
 
 def test_transactional_produce_then_read_committed(broker: Broker, topic: str) -> None:
