@@ -30,6 +30,8 @@ __all__ = [
     "LogManager",
     "Log",
     "LogAppendInfo",
+    "Partition",
+    "DelayedOperations",
     "Request",
     "SocketServer",
 ]
@@ -183,14 +185,10 @@ class Log:
     size_in_bytes: int
     num_segments: int
     latest_epoch: int | None
-    def append_as_leader(self, records: RecordSet, leader_epoch: int) -> LogAppendInfo: ...
     def read(
         self, offset: int, max_bytes: int, upper_bound: int, min_one_message: bool
     ) -> FileRecords: ...
     def fetch_offset_by_timestamp(self, timestamp: int) -> tuple[int, int, int] | None: ...
-    def bytes_available(
-        self, fetch_offset_metadata: tuple[int, int, int] | None, fetch_offset: int
-    ) -> int: ...
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]: ...
     def update_config(self, settings: Mapping[str, Any]) -> None: ...
     def flush(self) -> None: ...
@@ -198,14 +196,6 @@ class Log:
     def delete_records(self, offset: int) -> int: ...
     def delete_old_segments(self, now_ms: int) -> int: ...
     def remove_expired_producers(self, now_ms: int, expiration_ms: int) -> int: ...
-    def append_txn_marker(
-        self,
-        producer_id: int,
-        producer_epoch: int,
-        coordinator_epoch: int,
-        commit: bool,
-        leader_epoch: int,
-    ) -> LogAppendInfo: ...
     @property
     def last_stable_offset(self) -> int: ...
     def aborted_transactions(
@@ -248,7 +238,68 @@ class LogManager:
     def cleaner_checkpoints(self) -> dict[tuple[str, int], int]: ...
     def shutdown(self) -> None: ...
 
+@final
+class Partition:
+    def __new__(
+        cls, log: Log, broker_id: int, delayed: DelayedOperations | None = None
+    ) -> Self: ...
+    topic: str
+    partition: int
+    log: Log
+    leader_id: int
+    leader_epoch: int
+    is_leader: bool
+    replicas: list[int]
+    isr: list[int]
+    high_watermark: int
+    last_stable_offset: int
+    counters: tuple[int, int, int, int]
+    replica_states: list[tuple[int, int, int]]
+    def set_min_insync_replicas(self, value: int) -> None: ...
+    def make_leader(self, leader_epoch: int, replicas: list[int], isr: list[int]) -> bool: ...
+    def make_follower(
+        self, leader_id: int, leader_epoch: int, replicas: list[int], isr: list[int]
+    ) -> bool: ...
+    def set_isr(self, isr: list[int]) -> None: ...
+    def append_records_to_leader(self, records: RecordSet, required_acks: int) -> LogAppendInfo: ...
+    def append_txn_marker(
+        self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool
+    ) -> LogAppendInfo: ...
+    def append_records_as_follower(self, records: RecordSet) -> LogAppendInfo: ...
+    def update_follower_high_watermark(self, high_watermark: int) -> None: ...
+    def update_follower_fetch_state(
+        self, replica_id: int, fetch_offset: int
+    ) -> list[int] | None: ...
+    def maybe_shrink_isr(self, max_lag_ms: int) -> list[int] | None: ...
+
 # -- delayed operations ------------------------------------------------------------------
+
+@final
+class DelayedOperations:
+    def __new__(cls, purge_interval: int = ...) -> Self: ...
+    def fetch(
+        self,
+        request: Request,
+        replica_id: int,
+        max_wait_ms: int,
+        min_bytes: int,
+        max_bytes: int,
+        isolation_level: int,
+        topics: list[tuple[str, Any, list[tuple[int, Partition | None, int, int, int]]]],
+        quota: Callable[[int], int] | None = None,
+    ) -> None: ...
+    def watch_produce(
+        self,
+        request: Request,
+        response: Mapping[str, Any],
+        pending: list[tuple[int, int, Partition, int]],
+        timeout_ms: int,
+    ) -> None: ...
+    def take_isr_changes(self) -> list[tuple[str, int, list[int]]]: ...
+    delayed_fetches: int
+    delayed_produces: int
+    def check_and_complete(self, topic: str, partition: int) -> None: ...
+    def shutdown(self) -> None: ...
 
 class _DelayedOperation(Protocol):
     delay_ms: int

@@ -5,6 +5,8 @@ traceback) and the same connection goes on serving requests."""
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,7 +25,6 @@ from raw_client import RawConnection
 
 from kafkars import _core
 from kafkars.broker import Broker
-from kafkars.server import delayed_fetch
 from kafkars.server.api_keys import ApiKey
 from kafkars.server.kafka_apis import HANDLERS
 
@@ -111,25 +112,19 @@ def test_admin_client_sees_unknown_server_error_and_carries_on(embedded: Broker)
     assert admin.list_topics(timeout=10).brokers
 
 
-def test_delayed_fetch_completion_that_raises_answers_error_response(
-    embedded: Broker, monkeypatch: pytest.MonkeyPatch
+def test_delayed_fetch_on_a_topic_deleted_while_it_waits_is_answered_at_once(
+    embedded: Broker,
 ) -> None:
     embedded._server.controller.create_topic("waiting", 1, {})
-
-    def failing_read(*args: Any) -> Any:
-        raise RuntimeError("read failed on purpose")
-
     conn = RawConnection(embedded)
     try:
-        # The first read finds nothing and parks the fetch; its completion then fails.
-        monkeypatch.setattr(delayed_fetch, "read_plan", failing_read)
         partition = FetchRequest.FetchTopic.FetchPartition(
             version=11, partition=0, fetch_offset=0, partition_max_bytes=100_000
         )
         fetch = FetchRequest(
             version=11,
             replica_id=-1,
-            max_wait_ms=200,
+            max_wait_ms=20_000,
             min_bytes=1,
             max_bytes=1_000_000,
             isolation_level=0,
@@ -137,10 +132,14 @@ def test_delayed_fetch_completion_that_raises_answers_error_response(
             session_epoch=-1,
             topics=[FetchRequest.FetchTopic(version=11, topic="waiting", partitions=[partition])],
         )
-        failed = conn.call(fetch, FetchResponse, 11)
-        assert failed.error_code == -1
-        [topic] = failed.responses
-        assert [(p.partition_index, p.error_code) for p in topic.partitions] == [(0, -1)]
+        # The first read finds nothing and parks the fetch; deleting the topic answers it
+        # long before its 20 s max_wait_ms, with the partition's error.
+        threading.Timer(0.5, embedded._server.controller.delete_topic, ("waiting",)).start()
+        started = time.monotonic()
+        answered = conn.call(fetch, FetchResponse, 11)
+        assert time.monotonic() - started < 10
+        [topic] = answered.responses
+        assert [(p.partition_index, p.error_code) for p in topic.partitions] == [(0, 3)]
         versions = conn.call(ApiVersionsRequest(version=0), ApiVersionsResponse, 0)
         assert versions.error_code == 0
     finally:

@@ -21,6 +21,13 @@ def open_manager(path: Path) -> _core.LogManager:
     return manager
 
 
+def lead(manager: _core.LogManager, topic: str, settings: dict[str, object]) -> _core.Partition:
+    """The partition `topic`-0 led by broker 1 alone: appends move its high watermark."""
+    partition = _core.Partition(manager.get_or_create_log(topic, 0, settings), 1)
+    partition.make_leader(0, [1], [1])
+    return partition
+
+
 def batch(start_ts: int, n: int, size: int = 100, compression: str = "none") -> _core.RecordSet:
     records = [(f"k{i}".encode(), b"v" * size, start_ts + i, [("h", b"x")]) for i in range(n)]
     return _core.RecordSet(codec.build_batch(records, compression=compression))
@@ -28,14 +35,15 @@ def batch(start_ts: int, n: int, size: int = 100, compression: str = "none") -> 
 
 def test_append_read_and_lookups(tmp_path: Path) -> None:
     manager = open_manager(tmp_path)
-    log = manager.get_or_create_log("orders", 0, SMALL_SEGMENTS)
+    partition = lead(manager, "orders", SMALL_SEGMENTS)
+    log = partition.log
     for i in range(20):
-        info = log.append_as_leader(batch(1000 + i * 10, 10), 0)
+        info = partition.append_records_to_leader(batch(1000 + i * 10, 10), 1)
         assert info.first_offset == i * 10
         assert info.last_offset == i * 10 + 9
     assert log.log_end_offset == 200
     assert log.num_segments > 1, "small segment.bytes rolls segments"
-    log.high_watermark = log.log_end_offset
+    assert log.high_watermark == log.log_end_offset
     # An offset inside a batch returns the whole batch.
     records = log.read(15, 1_000_000, log.high_watermark, True)
     (first, *_) = codec.decode_batches(records.read_bytes())
@@ -51,9 +59,10 @@ def test_append_read_and_lookups(tmp_path: Path) -> None:
 
 def test_rolled_segments_are_flushed_and_move_the_recovery_point(tmp_path: Path) -> None:
     manager = open_manager(tmp_path)
-    log = manager.get_or_create_log("rolled", 0, SMALL_SEGMENTS)
+    partition = lead(manager, "rolled", SMALL_SEGMENTS)
+    log = partition.log
     for i in range(20):
-        log.append_as_leader(batch(1000 + i * 10, 10), 0)
+        partition.append_records_to_leader(batch(1000 + i * 10, 10), 1)
     assert log.num_segments > 1 and log.recovery_point == 0
     assert manager.flush_rolled_segments() == 1
     # Up to the active segment's base offset: every offset before it is on disk.
@@ -65,19 +74,20 @@ def test_rolled_segments_are_flushed_and_move_the_recovery_point(tmp_path: Path)
 
 def test_bad_batches_get_kafka_error_codes(tmp_path: Path) -> None:
     manager = open_manager(tmp_path)
-    log = manager.get_or_create_log("t", 0, {"max_message_bytes": 500})
+    partition = lead(manager, "t", {"max_message_bytes": 500})
+    log = partition.log
     corrupt = bytearray(codec.build_batch([(b"k", b"v" * 50, 1, [])]))
     corrupt[-1] ^= 1
     with pytest.raises(_core.LogError) as err:
-        log.append_as_leader(_core.RecordSet(bytes(corrupt)), 0)
+        partition.append_records_to_leader(_core.RecordSet(bytes(corrupt)), 1)
     assert err.value.args[0] == 2  # CORRUPT_MESSAGE
     with pytest.raises(_core.LogError) as err:
-        log.append_as_leader(batch(1, 10, size=200), 0)
+        partition.append_records_to_leader(batch(1, 10, size=200), 1)
     assert err.value.args[0] == 10  # MESSAGE_TOO_LARGE
-    compacted = manager.get_or_create_log("c", 0, {"compacted": True})
+    compacted_partition = lead(manager, "c", {"compacted": True})
     keyless = _core.RecordSet(codec.build_batch([(None, b"v", 1, [])]))
     with pytest.raises(_core.LogError) as err:
-        compacted.append_as_leader(keyless, 0)
+        compacted_partition.append_records_to_leader(keyless, 1)
     assert err.value.args[0] == 87  # INVALID_RECORD
     assert log.log_end_offset == 0
     manager.shutdown()
@@ -85,9 +95,10 @@ def test_bad_batches_get_kafka_error_codes(tmp_path: Path) -> None:
 
 def test_clean_restart_and_unclean_recovery(tmp_path: Path) -> None:
     manager = open_manager(tmp_path)
-    log = manager.get_or_create_log("t", 0, SMALL_SEGMENTS)
+    partition = lead(manager, "t", SMALL_SEGMENTS)
+    log = partition.log
     for i in range(10):
-        log.append_as_leader(batch(i, 5, compression="zstd"), 0)
+        partition.append_records_to_leader(batch(i, 5, compression="zstd"), 1)
     manager.shutdown()
     assert (tmp_path / ".kafka_cleanshutdown").exists()
 
@@ -97,7 +108,7 @@ def test_clean_restart_and_unclean_recovery(tmp_path: Path) -> None:
     log = manager.get_log("t", 0)
     assert log.log_end_offset == 50
     # Simulate a crash: no clean shutdown, and a torn batch at the end of the active segment.
-    del log, manager
+    del partition, log, manager
     (tmp_path / ".kafka_cleanshutdown").unlink(missing_ok=True)
     active = sorted((tmp_path / "t-0").glob("*.log"))[-1]
     with open(active, "ab") as f:
@@ -124,9 +135,9 @@ def test_second_manager_on_a_dir_is_refused(tmp_path: Path) -> None:
 
 def test_dump_log_and_log_reader_on_broker_written_segments(tmp_path: Path) -> None:
     manager = open_manager(tmp_path)
-    log = manager.get_or_create_log("t", 0, SMALL_SEGMENTS)
+    partition = lead(manager, "t", SMALL_SEGMENTS)
     for i in range(30):
-        log.append_as_leader(batch(1000 + i, 3, compression="lz4"), 0)
+        partition.append_records_to_leader(batch(1000 + i, 3, compression="lz4"), 1)
     manager.shutdown()
     first = tmp_path / "t-0" / "00000000000000000000.log"
     out = subprocess.run(
@@ -159,17 +170,16 @@ def test_dump_log_and_log_reader_on_broker_written_segments(tmp_path: Path) -> N
 
 def test_transaction_markers_and_the_last_stable_offset(tmp_path: Path) -> None:
     manager = open_manager(tmp_path)
-    log = manager.get_or_create_log("txns", 0, SMALL_SEGMENTS)
+    partition = lead(manager, "txns", SMALL_SEGMENTS)
+    log = partition.log
     records = [(None, b"v", 1_000, []), (None, b"w", 1_001, [])]
     txn = _core.build_batch(
         records, producer_id=9, producer_epoch=0, base_sequence=0, is_transactional=True
     )
-    log.append_as_leader(_core.RecordSet(txn), 0)
-    log.high_watermark = log.log_end_offset
+    partition.append_records_to_leader(_core.RecordSet(txn), 1)
     assert log.last_stable_offset == 0
-    marker = log.append_txn_marker(9, 0, 1, False, 0)
+    marker = partition.append_txn_marker(9, 0, 1, False)
     assert marker.first_offset == 2
-    log.high_watermark = log.log_end_offset
     assert log.last_stable_offset == 3
     assert log.aborted_transactions(0, 3) == [(9, 0)]
     # Producer state: the epoch and the last sequence of producer 9.

@@ -46,11 +46,8 @@ if TYPE_CHECKING:
     )
     from kafkars.security.scram import ScramCredentialStore
     from kafkars.server.controller import Controller
-    from kafkars.server.delayed_fetch import FetchPurgatory
-    from kafkars.server.delayed_produce import ProducePurgatory
     from kafkars.server.dynamic_config import DynamicBrokerConfig
     from kafkars.server.metadata_cache import MetadataCache
-    from kafkars.server.metrics import BrokerTopicMetrics
     from kafkars.server.quota_manager import ClientQuotaManager, QuotaStore
     from kafkars.server.replica_manager import ReplicaManager
     from kafkars.server.txn_markers import TransactionMarkerWriter
@@ -134,14 +131,12 @@ class KafkaApis:
         transaction_coordinator: TransactionCoordinator | None,
         transaction_state_manager: TransactionStateManager,
         txn_marker_writer: TransactionMarkerWriter,
-        fetch_purgatory: FetchPurgatory | None,
-        produce_purgatory: ProducePurgatory | None,
+        delayed_operations: _core.DelayedOperations,
         quota_manager: ClientQuotaManager,
         quota_store: QuotaStore,
         authorizer: Any | None,
         scram_store: ScramCredentialStore,
         sasl_settings: dict[str, Any],
-        topic_metrics: BrokerTopicMetrics,
         handlers: dict[ApiKey, Handler] | None = None,
     ) -> None:
         self.broker_id = broker_id
@@ -155,14 +150,12 @@ class KafkaApis:
         self.transaction_coordinator = transaction_coordinator
         self.transaction_state_manager = transaction_state_manager
         self.txn_marker_writer = txn_marker_writer
-        self.fetch_purgatory = fetch_purgatory
-        self.produce_purgatory = produce_purgatory
+        self.delayed_operations = delayed_operations
         self.quota_manager = quota_manager
         self.quota_store = quota_store
         self.authorizer = authorizer
         self.scram_store = scram_store
         self.sasl_settings = sasl_settings
-        self.topic_metrics = topic_metrics
         self.handlers = dict(HANDLERS if handlers is None else handlers)
         self.advertised = advertised_versions(set(self.handlers), codec_version_ranges())
         self.request_count: dict[int, int] = {}
@@ -184,16 +177,19 @@ class KafkaApis:
                 for p in t["partition_data"]
             )
             throttle = max(throttle, manager.record(PRODUCER_BYTE_RATE, user, client, size, now))
-        elif key == ApiKey.FETCH:
-            size = sum(
-                len(p.get("records") or b"")
-                for t in response.get("responses", [])
-                for p in t.get("partitions", [])
-            )
-            throttle = max(throttle, manager.record(CONSUMER_BYTE_RATE, user, client, size, now))
         if throttle > 0 and "throttle_time_ms" in response:
             response["throttle_time_ms"] = max(response["throttle_time_ms"], throttle)
             request.throttle(throttle)
+
+    def record_fetch_bytes(self, request: Any, size: int) -> int:
+        """Records a Fetch response's bytes against its client's consumer quota (called
+        from the Rust fetch path when quotas exist); returns the throttle time in ms."""
+        principal = request.principal or "User:ANONYMOUS"
+        user = principal.split(":", 1)[-1]
+        now = int(time.time() * 1000)
+        return self.quota_manager.record(
+            CONSUMER_BYTE_RATE, user, request.client_id or "", size, now
+        )
 
     def _authorized(self, authorizer: Any, request: Any) -> bool:
         """Checks the request against the ACLs; a denied one is answered here with its

@@ -32,14 +32,12 @@ from kafkars.security.authorizer import build_authorizer
 from kafkars.security.sasl import listener_sasl_settings
 from kafkars.security.scram import ScramCredentialStore
 from kafkars.server.controller import LocalController
-from kafkars.server.delayed_fetch import FetchPurgatory
-from kafkars.server.delayed_produce import ProducePurgatory
 from kafkars.server.dynamic_config import DynamicBrokerConfig
 from kafkars.server.kafka_apis import KafkaApis
 from kafkars.server.log_tasks import schedule_log_tasks
 from kafkars.server.metadata import METADATA_FILE, MetadataStore
 from kafkars.server.metadata_cache import LocalMetadataCache
-from kafkars.server.metrics import BrokerTopicMetrics, MetricsServer
+from kafkars.server.metrics import MetricsServer
 from kafkars.server.quota_manager import ClientQuotaManager, QuotaStore
 from kafkars.server.replica_manager import ReplicaManager
 from kafkars.server.scheduler import KafkaScheduler
@@ -111,13 +109,12 @@ class KafkaServer:
     def __init__(self, config: KafkaConfig) -> None:
         self.dynamic_config = DynamicBrokerConfig(config)
         self.socket_server: Any = None
-        self.fetch_purgatory: FetchPurgatory | None = None
-        self.produce_purgatory: ProducePurgatory | None = None
+        # The Rust fetch and produce purgatories; partitions wake them on every append.
+        self.delayed_operations = _core.DelayedOperations()
         self.kafka_scheduler: KafkaScheduler | None = None
         self.group_coordinator: GroupCoordinator | None = None
         self.consumer_group_coordinator: ConsumerGroupCoordinator | None = None
         self.transaction_coordinator: TransactionCoordinator | None = None
-        self.topic_metrics = BrokerTopicMetrics()
         self.metrics_server: MetricsServer | None = None
         self._shutdown_lock = threading.Lock()
         self._started = False
@@ -194,7 +191,9 @@ class KafkaServer:
             report["skipped"],
         )
 
-        self.replica_manager = ReplicaManager(self.log_manager, self.broker_id)
+        self.replica_manager = ReplicaManager(
+            self.log_manager, self.broker_id, self.delayed_operations
+        )
         self.controller = LocalController(self.metadata, self.replica_manager, self.dynamic_config)
         self.controller.startup()
         self.dynamic_config.add_reconfigurable(self.controller.reconfigure)
@@ -215,11 +214,6 @@ class KafkaServer:
         schedule_log_tasks(self.kafka_scheduler, self.log_manager, self.config)
         t = step("scheduler", t)
 
-        self.fetch_purgatory = FetchPurgatory(self.replica_manager, self.topic_metrics)
-        self.replica_manager.add_append_listener(self.fetch_purgatory.on_append)
-        self.produce_purgatory = ProducePurgatory()
-        # One broker: the high watermark moves with each append.
-        self.replica_manager.add_append_listener(self.produce_purgatory.on_high_watermark)
         self.group_metadata_manager = GroupMetadataManager(
             self.dynamic_config, self.metadata_cache, self.controller, self.replica_manager
         )
@@ -265,14 +259,12 @@ class KafkaServer:
             transaction_coordinator=self.transaction_coordinator,
             transaction_state_manager=self.transaction_state_manager,
             txn_marker_writer=self.txn_marker_writer,
-            fetch_purgatory=self.fetch_purgatory,
-            produce_purgatory=self.produce_purgatory,
+            delayed_operations=self.delayed_operations,
             quota_manager=self.quota_manager,
             quota_store=self.quota_store,
             authorizer=self.authorizer,
             scram_store=self.scram_store,
             sasl_settings=self.sasl_settings,
-            topic_metrics=self.topic_metrics,
         )
         t = step("apis", t)
 
@@ -345,10 +337,7 @@ class KafkaServer:
                 # Stop reading and answer what is in flight; waiting fetches still expire
                 # on the purgatory's timer meanwhile, so it stops afterwards.
                 self.socket_server.shutdown()
-            if self.fetch_purgatory is not None:
-                self.fetch_purgatory.shutdown()
-            if self.produce_purgatory is not None:
-                self.produce_purgatory.shutdown()
+            self.delayed_operations.shutdown()
             if self.group_coordinator is not None:
                 self.group_coordinator.shutdown()
             if self.transaction_coordinator is not None:

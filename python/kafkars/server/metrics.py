@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import Counter
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from prometheus_client import GCCollector, PlatformCollector, ProcessCollector
 from prometheus_client.core import (
@@ -35,32 +34,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("kafkars.server.Metrics")
 
 
-class BrokerTopicMetrics:
-    """Records and bytes in and out, per topic (Kafka's BrokerTopicMetrics)."""
-
-    def __init__(self) -> None:
-        self.bytes_in: Counter[str] = Counter()
-        self.messages_in: Counter[str] = Counter()
-        self.bytes_out: Counter[str] = Counter()
-        self.messages_out: Counter[str] = Counter()
-
-    def record_append(self, topic: str, size: int, messages: int) -> None:
-        self.bytes_in[topic] += size
-        self.messages_in[topic] += messages
-
-    def record_fetch(self, responses: list[dict[str, Any]]) -> None:
-        """Counts what a Fetch response carries: file slices' lengths, and their records as
-        counted from the batch headers when the log was read."""
-        for topic in responses:
-            size = records = 0
-            for p in topic["partitions"]:
-                size += len(p["records"])
-                records += getattr(p["records"], "record_count", 0)
-            if size:
-                self.bytes_out[topic["topic"]] += size
-                self.messages_out[topic["topic"]] += records
-
-
 class BrokerCollector:
     """Builds every family from the broker's live state at scrape time."""
 
@@ -77,17 +50,29 @@ class BrokerCollector:
         yield from self._quota_metrics()
 
     def _topic_metrics(self) -> Iterator[Metric]:
-        topics = self.server.topic_metrics
+        """Kafka's BrokerTopicMetrics, summed per topic from the counters the Rust
+        partitions keep (plus those of partitions deleted since start-up)."""
+        replica_manager = self.server.replica_manager
+        totals: dict[str, list[int]] = {
+            topic: list(values) for topic, values in replica_manager.retired_counters.items()
+        }
+        for p in replica_manager.partitions():
+            sums = totals.setdefault(p.topic, [0, 0, 0, 0])
+            for i, value in enumerate(p.counters):
+                sums[i] += value
         # CounterMetricFamily appends `_total` to each name.
-        for name, counter, doc in (
-            ("kafka_server_brokertopicmetrics_in_bytes", topics.bytes_in, "Bytes appended."),
-            ("kafka_server_brokertopicmetrics_in_records", topics.messages_in, "Records in."),
-            ("kafka_server_brokertopicmetrics_out_bytes", topics.bytes_out, "Bytes fetched."),
-            ("kafka_server_brokertopicmetrics_out_records", topics.messages_out, "Records out."),
+        for i, (name, doc) in enumerate(
+            (
+                ("kafka_server_brokertopicmetrics_in_bytes", "Bytes appended."),
+                ("kafka_server_brokertopicmetrics_in_records", "Records in."),
+                ("kafka_server_brokertopicmetrics_out_bytes", "Bytes fetched."),
+                ("kafka_server_brokertopicmetrics_out_records", "Records out."),
+            )
         ):
             family = CounterMetricFamily(name, doc, labels=["topic"])
-            for topic, value in sorted(counter.copy().items()):
-                family.add_metric([topic], value)
+            for topic, values in sorted(totals.items()):
+                if values[i]:
+                    family.add_metric([topic], values[i])
             yield family
 
     def _request_metrics(self) -> Iterator[Metric]:
@@ -133,9 +118,9 @@ class BrokerCollector:
             "Operations waiting in a purgatory.",
             labels=["delayed_operation"],
         )
-        for name, p in (("Fetch", server.fetch_purgatory), ("Produce", server.produce_purgatory)):
-            if p is not None:
-                purgatory.add_metric([name], p.delayed)
+        delayed = server.delayed_operations
+        purgatory.add_metric(["Fetch"], delayed.delayed_fetches)
+        purgatory.add_metric(["Produce"], delayed.delayed_produces)
         yield purgatory
         # Replication factor is 1 on a single broker: every replica is the leader's own,
         # so the ISR is always complete.

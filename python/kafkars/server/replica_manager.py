@@ -1,14 +1,15 @@
-"""Partitions this broker leads and the logs behind them (Kafka's `ReplicaManager`).
+"""Partitions this broker holds and the logs behind them (Kafka's `ReplicaManager`).
 
-Record bytes stay in Rust: appends take `RecordSet` handles from the request, reads
-return `FileRecords` handles that the network layer sends with sendfile.
+Each partition is a Rust `_core.Partition` handle: it owns the log, the leader epoch, the
+replicas and ISR and computes the high watermark; Python asks it to lead, follow and
+append. Record bytes stay in Rust: appends take `RecordSet` handles from the request, and
+fetches are read and answered in Rust (`_core.DelayedOperations`), which every append
+and high-watermark move wakes without the GIL.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from kafkars import _core
@@ -18,40 +19,33 @@ from kafkars.server.log_validator import TimestampLimits
 TopicPartition = tuple[str, int]
 
 
-@dataclass
-class Partition:
-    """A partition led by this broker: its log and leader epoch."""
-
-    topic: str
-    partition: int
-    log: Any  # _core.Log
-    leader_epoch: int = 0
-    # CreateTime bounds to check before the Rust log validates and appends; None: none.
-    timestamp_limits: TimestampLimits | None = None
-
-    def append_as_leader(self, records: Any) -> Any:
-        limits = self.timestamp_limits
-        if limits is not None:
-            limits.validate(records)
-        info = self.log.append_as_leader(records, self.leader_epoch)
-        # One broker is the whole ISR: the high watermark follows the log end offset.
-        self.log.high_watermark = self.log.log_end_offset
-        return info
-
-
 class ReplicaManager:
-    """Owns the `Partition` objects and routes appends and reads to their logs."""
+    """Owns the `_core.Partition` handles and routes appends to them."""
 
-    def __init__(self, log_manager: Any, broker_id: int) -> None:
+    def __init__(
+        self, log_manager: Any, broker_id: int, delayed: _core.DelayedOperations | None = None
+    ) -> None:
         self.log_manager = log_manager
         self.broker_id = broker_id
-        self._partitions: dict[TopicPartition, Partition] = {}
+        # The fetch and produce purgatories the partitions wake (None: nothing waits).
+        self.delayed = delayed
+        self._partitions: dict[TopicPartition, _core.Partition] = {}
+        # CreateTime bounds per topic, checked before the Rust log validates and appends.
+        self._timestamp_limits: dict[str, TimestampLimits | None] = {}
+        # Byte and record counts of partitions deleted since start-up, so the per-topic
+        # counters never go down.
+        self.retired_counters: dict[str, list[int]] = {}
         self._lock = threading.Lock()
-        self._append_listeners: list[Callable[[TopicPartition], None]] = []
 
-    def add_append_listener(self, listener: Callable[[TopicPartition], None]) -> None:
-        """Called after every append (delayed fetches watch partitions this way)."""
-        self._append_listeners.append(listener)
+    def _partition(self, topic: str, partition: int, log_config: dict[str, Any]) -> Any:
+        """The partition's handle, opening its log on first use."""
+        existing = self._partitions.get((topic, partition))
+        if existing is not None:
+            return existing
+        log = self.log_manager.get_or_create_log(topic, partition, log_config)
+        handle = _core.Partition(log, self.broker_id, self.delayed)
+        self._partitions[(topic, partition)] = handle
+        return handle
 
     def become_leader(
         self,
@@ -59,53 +53,92 @@ class ReplicaManager:
         partition: int,
         log_config: dict[str, Any],
         timestamp_limits: TimestampLimits | None = None,
-    ) -> Partition:
+        *,
+        leader_epoch: int = 0,
+        replicas: list[int] | None = None,
+        isr: list[int] | None = None,
+        min_insync_replicas: int = 1,
+    ) -> Any:
+        """Leads `topic`-`partition` (alone, unless `replicas`/`isr` name followers)."""
         with self._lock:
-            existing = self._partitions.get((topic, partition))
-            if existing is not None:
-                return existing
-            log = self.log_manager.get_or_create_log(topic, partition, log_config)
-            log.high_watermark = log.log_end_offset
-            p = Partition(topic, partition, log, timestamp_limits=timestamp_limits)
-            self._partitions[(topic, partition)] = p
-            return p
+            handle = self._partition(topic, partition, log_config)
+            self._timestamp_limits[topic] = timestamp_limits
+            handle.set_min_insync_replicas(min_insync_replicas)
+            if not handle.is_leader or handle.leader_epoch != leader_epoch:
+                handle.make_leader(
+                    leader_epoch, replicas or [self.broker_id], isr or [self.broker_id]
+                )
+            return handle
+
+    def become_follower(
+        self,
+        topic: str,
+        partition: int,
+        log_config: dict[str, Any],
+        leader_id: int,
+        leader_epoch: int,
+        replicas: list[int] | None = None,
+        isr: list[int] | None = None,
+    ) -> Any:
+        """Follows `leader_id` for `topic`-`partition`; waiting requests on it are answered
+        (NOT_LEADER_OR_FOLLOWER for produces, the fetch re-read for fetches)."""
+        with self._lock:
+            handle = self._partition(topic, partition, log_config)
+            handle.make_follower(leader_id, leader_epoch, replicas or [], isr or [])
+        if self.delayed is not None:
+            self.delayed.check_and_complete(topic, partition)
+        return handle
 
     def update_config(
         self,
         topic: str,
         log_config: dict[str, Any],
         timestamp_limits: TimestampLimits | None = None,
+        *,
+        min_insync_replicas: int = 1,
     ) -> None:
+        self._timestamp_limits[topic] = timestamp_limits
         for (t, _), p in list(self._partitions.items()):
             if t == topic:
                 p.log.update_config(log_config)
-                p.timestamp_limits = timestamp_limits
+                p.set_min_insync_replicas(min_insync_replicas)
 
     def remove_topic(self, topic: str) -> None:
         with self._lock:
             for tp in [tp for tp in self._partitions if tp[0] == topic]:
-                del self._partitions[tp]
+                handle = self._partitions.pop(tp)
+                retired = self.retired_counters.setdefault(topic, [0, 0, 0, 0])
+                for i, value in enumerate(handle.counters):
+                    retired[i] += value
                 self.log_manager.delete_log(tp[0], tp[1])
+                # Fetches and produces waiting on it are answered now, not at their timeout.
+                if self.delayed is not None:
+                    self.delayed.check_and_complete(tp[0], tp[1])
+            self._timestamp_limits.pop(topic, None)
 
-    def get_partition(self, topic: str, partition: int) -> Partition:
+    def get_partition(self, topic: str, partition: int) -> Any:
         p = self._partitions.get((topic, partition))
         if p is None:
             raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION)
         return p
 
-    def partitions(self) -> list[Partition]:
+    def find_partition(self, topic: str, partition: int) -> Any | None:
+        return self._partitions.get((topic, partition))
+
+    def partitions(self) -> list[Any]:
         return list(self._partitions.values())
 
-    def append(self, topic: str, partition: int, records: Any) -> Any:
-        """Validates and appends one partition's records; returns the Rust append info."""
+    def append(self, topic: str, partition: int, records: Any, required_acks: int = 1) -> Any:
+        """Validates and appends one partition's records as its leader; returns the Rust
+        append info. `required_acks=-1` needs `min.insync.replicas` in the ISR."""
         p = self.get_partition(topic, partition)
+        limits = self._timestamp_limits.get(topic)
+        if limits is not None:
+            limits.validate(records)
         try:
-            info = p.append_as_leader(records)
+            return p.append_records_to_leader(records, required_acks)
         except _core.LogError as e:
             raise KafkaError(Errors(e.args[0]), e.args[1]) from None
-        for listener in self._append_listeners:
-            listener((topic, partition))
-        return info
 
     def write_txn_marker(
         self,
@@ -121,16 +154,9 @@ class ReplicaManager:
         partition (WriteTxnMarkers); returns the Rust append info."""
         p = self.get_partition(topic, partition)
         try:
-            info = p.log.append_txn_marker(
-                producer_id, producer_epoch, coordinator_epoch, commit, p.leader_epoch
-            )
+            return p.append_txn_marker(producer_id, producer_epoch, coordinator_epoch, commit)
         except _core.LogError as e:
             raise KafkaError(Errors(e.args[0]), e.args[1]) from None
-        # One broker is the whole ISR: the high watermark follows the log end offset.
-        p.log.high_watermark = p.log.log_end_offset
-        for listener in self._append_listeners:
-            listener((topic, partition))
-        return info
 
     def leader_epoch(self, topic: str, partition: int) -> int:
         p = self._partitions.get((topic, partition))

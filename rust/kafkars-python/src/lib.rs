@@ -3,10 +3,12 @@ use pyo3::prelude::*;
 
 mod arrow_decode;
 mod codec;
+mod delayed;
 mod errors;
 mod file_records;
 mod logging;
 mod network;
+mod partition;
 mod protocol;
 mod purgatory;
 mod segment_reader;
@@ -28,6 +30,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<purgatory::PyPurgatory>()?;
     m.add_class::<file_records::FileRecords>()?;
     storage::register(m)?;
+    m.add_class::<partition::PyPartition>()?;
+    m.add_class::<delayed::DelayedOperations>()?;
     m.add_class::<network::PyRequest>()?;
     m.add_class::<network::PySocketServer>()?;
     Ok(())

@@ -6,7 +6,7 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use kafka_protocol::messages::{ApiKey, RequestKind};
+use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
 use kafkars_server::{
     EndPoint, Request, RequestChannel, RequestHandlerPool, Responder, Response, ResponseSend,
     SocketServer, SocketServerConfig,
@@ -63,6 +63,69 @@ impl PyRequest {
             .unwrap_or_else(|e| e.into_inner())
             .take()
             .ok_or_else(|| PyRuntimeError::new_err("request was already answered"))
+    }
+
+    /// Takes the request's answer slot for a response built and sent from Rust (now, or
+    /// later by a delayed operation on any thread, without the GIL).
+    pub(crate) fn take_reply(&self) -> PyResult<PendingReply> {
+        Ok(PendingReply {
+            responder: self.take_responder()?,
+            correlation_id: self.correlation_id,
+            version: self.api_version,
+            header_version: self.response_header_version,
+            api: self.api,
+            context: Arc::clone(&self.context),
+        })
+    }
+
+    pub(crate) fn api_version(&self) -> i16 {
+        self.api_version
+    }
+}
+
+/// A request's answer, to be encoded and sent from Rust.
+pub(crate) struct PendingReply {
+    responder: Responder,
+    correlation_id: i32,
+    version: i16,
+    header_version: i16,
+    api: ApiKey,
+    context: Arc<kafkars_server::RequestContext>,
+}
+
+impl PendingReply {
+    /// From here the request waits in a purgatory (the metrics' remote time).
+    pub(crate) fn mark_waiting(&mut self) {
+        self.responder.mark_handled();
+    }
+
+    /// Mutes the connection for `throttle_ms` after this response (KIP-219).
+    pub(crate) fn throttle(&self, throttle_ms: u64) {
+        self.context
+            .session
+            .throttle(Duration::from_millis(throttle_ms));
+    }
+
+    /// Encodes what `build` returns (its file-backed record sets spliced in as sendfile
+    /// regions) and sends it; returns the response size. A response that cannot be
+    /// encoded closes the connection.
+    pub(crate) fn send(self, build: impl FnOnce() -> ResponseKind) -> usize {
+        let (kind, regions) = with_regions(build);
+        let mut buf = SpliceBuf::new(regions);
+        match protocol::encode_response(kind, self.version, &mut buf) {
+            Ok(()) => {
+                let send =
+                    ResponseSend::new(self.correlation_id, self.header_version, buf.into_chunks());
+                let size = send.size_in_bytes();
+                self.responder.send(Response::Send(send));
+                size
+            }
+            Err(e) => {
+                tracing::error!(api = ?self.api, version = self.version, error = %e, "cannot encode response");
+                self.responder.send(Response::Close);
+                0
+            }
+        }
     }
 }
 

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use kafkars_record::{Compression, TimestampType};
 use kafkars_storage::{
-    CleanerConfig, Log, LogConfig, LogError, LogManager, LogOffsetMetadata, OffsetMap, SystemClock,
-    TopicCompression, TopicPartition,
+    CleanerConfig, Log, LogConfig, LogError, LogManager, OffsetMap, SystemClock, TopicCompression,
+    TopicPartition,
 };
 use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
@@ -17,9 +17,8 @@ use pyo3::types::PyDict;
 
 use crate::errors;
 use crate::file_records::FileRecords;
-use crate::protocol::RecordSet;
 
-fn log_error(e: LogError) -> PyErr {
+pub(crate) fn log_error(e: LogError) -> PyErr {
     errors::LogError::new_err((e.kafka_error_code(), e.to_string()))
 }
 
@@ -98,7 +97,7 @@ pub(crate) struct PyLogAppendInfo {
 /// One partition's log (Kafka's UnifiedLog). Shared: every method is thread-safe.
 #[pyclass(frozen, name = "Log", module = "kafkars._core")]
 pub(crate) struct PyLog {
-    inner: Arc<Log>,
+    pub(crate) inner: Arc<Log>,
 }
 
 #[pymethods]
@@ -132,10 +131,6 @@ impl PyLog {
     fn high_watermark(&self) -> i64 {
         self.inner.high_watermark()
     }
-    #[setter]
-    fn set_high_watermark(&self, offset: i64) {
-        self.inner.set_high_watermark(offset);
-    }
     #[getter]
     fn recovery_point(&self) -> i64 {
         self.inner.recovery_point()
@@ -151,51 +146,6 @@ impl PyLog {
     #[getter]
     fn latest_epoch(&self) -> Option<i32> {
         self.inner.latest_epoch()
-    }
-
-    /// Validates the batches, assigns offsets (rewriting baseOffset and
-    /// partitionLeaderEpoch in place) and appends them. Raises `LogError(code, message)`.
-    fn append_as_leader(
-        &self,
-        py: Python<'_>,
-        records: &RecordSet,
-        leader_epoch: i32,
-    ) -> PyResult<PyLogAppendInfo> {
-        let bytes = records.bytes().clone();
-        let info = py
-            .detach(|| {
-                // The request buffer is shared and immutable; offsets are assigned in a
-                // private copy (one memcpy in Rust) that is then written to the segment.
-                let mut owned = bytes.to_vec();
-                self.inner.append_as_leader(&mut owned, leader_epoch)
-            })
-            .map_err(log_error)?;
-        Ok(append_info(&info))
-    }
-
-    /// Appends the COMMIT (`commit=True`) or ABORT marker ending `producer_id`'s
-    /// transaction on this partition (WriteTxnMarkers). Raises `LogError`.
-    fn append_txn_marker(
-        &self,
-        py: Python<'_>,
-        producer_id: i64,
-        producer_epoch: i16,
-        coordinator_epoch: i32,
-        commit: bool,
-        leader_epoch: i32,
-    ) -> PyResult<PyLogAppendInfo> {
-        let info = py
-            .detach(|| {
-                self.inner.append_txn_marker(
-                    producer_id,
-                    producer_epoch,
-                    coordinator_epoch,
-                    commit,
-                    leader_epoch,
-                )
-            })
-            .map_err(log_error)?;
-        Ok(append_info(&info))
     }
 
     /// First offset of the earliest open transaction, or the high watermark: what a
@@ -251,29 +201,6 @@ impl PyLog {
             .detach(|| self.inner.fetch_offset_by_timestamp(timestamp))
             .map_err(log_error)?;
         Ok(found.map(|f| (f.offset, f.timestamp, f.leader_epoch.unwrap_or(-1))))
-    }
-
-    /// Bytes a delayed fetch could now read, without I/O: the distance from where its read
-    /// started (`fetch_offset_metadata` of that read) to the log end, or a large number
-    /// when the log end is in a later segment (Kafka then completes the fetch).
-    fn bytes_available(
-        &self,
-        fetch_offset_metadata: Option<(i64, i64, u32)>,
-        fetch_offset: i64,
-    ) -> i64 {
-        let end = self.inner.log_end_offset_metadata();
-        if self.inner.high_watermark() <= fetch_offset {
-            return 0;
-        }
-        let start = match fetch_offset_metadata {
-            Some((offset, base, position)) => LogOffsetMetadata {
-                message_offset: offset,
-                segment_base_offset: base,
-                relative_position_in_segment: position,
-            },
-            None => return i64::from(i32::MAX),
-        };
-        end.position_diff(&start).unwrap_or(i64::from(i32::MAX))
     }
 
     /// `(epoch, end offset)` for OffsetForLeaderEpoch.
@@ -363,7 +290,7 @@ impl PyLogManager {
     }
 }
 
-fn append_info(info: &kafkars_storage::LogAppendInfo) -> PyLogAppendInfo {
+pub(crate) fn append_info(info: &kafkars_storage::LogAppendInfo) -> PyLogAppendInfo {
     PyLogAppendInfo {
         first_offset: info.first_offset,
         last_offset: info.last_offset,
@@ -376,7 +303,7 @@ fn append_info(info: &kafkars_storage::LogAppendInfo) -> PyLogAppendInfo {
     }
 }
 
-fn wrap(log: Arc<Log>) -> PyLog {
+pub(crate) fn wrap(log: Arc<Log>) -> PyLog {
     PyLog { inner: log }
 }
 

@@ -16,6 +16,8 @@ const KAFKA_STORAGE_ERROR: i16 = ResponseError::KafkaStorageError.code();
 const UNKNOWN_SERVER_ERROR: i16 = ResponseError::UnknownServerError.code();
 const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = ResponseError::OutOfOrderSequenceNumber.code();
 const INVALID_PRODUCER_EPOCH: i16 = ResponseError::InvalidProducerEpoch.code();
+const NOT_LEADER_OR_FOLLOWER: i16 = ResponseError::NotLeaderOrFollower.code();
+const NOT_ENOUGH_REPLICAS: i16 = ResponseError::NotEnoughReplicas.code();
 
 /// Result alias for storage operations.
 pub type Result<T, E = LogError> = std::result::Result<T, E>;
@@ -125,6 +127,12 @@ pub enum LogError {
     /// A produced batch carries an epoch older than the producer's current one.
     #[error("invalid producer epoch: {0}")]
     InvalidProducerEpoch(String),
+    /// This broker does not lead the partition (or is not a replica of it).
+    #[error("{0}")]
+    NotLeaderOrFollower(String),
+    /// An acks=all append while the ISR is smaller than `min.insync.replicas`.
+    #[error("{0}")]
+    NotEnoughReplicas(String),
     /// An earlier I/O error or panic took the partition offline.
     #[error("partition {0} is offline after a storage error")]
     Offline(String),
@@ -149,6 +157,8 @@ impl LogError {
             LogError::CorruptSegment { .. } => CORRUPT_MESSAGE,
             LogError::OutOfOrderSequence(_) => OUT_OF_ORDER_SEQUENCE_NUMBER,
             LogError::InvalidProducerEpoch(_) => INVALID_PRODUCER_EPOCH,
+            LogError::NotLeaderOrFollower(_) => NOT_LEADER_OR_FOLLOWER,
+            LogError::NotEnoughReplicas(_) => NOT_ENOUGH_REPLICAS,
             LogError::Io { .. }
             | LogError::CorruptIndex { .. }
             | LogError::MalformedFile { .. }

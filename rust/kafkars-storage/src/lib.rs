@@ -44,5 +44,10 @@ pub mod log_manager;
 pub use log_manager::{LoadReport, LogManager};
 pub mod cleaner;
 pub mod offset_map;
+pub mod partition;
 pub use cleaner::{CleanStage, CleanerConfig, CleanerStats};
 pub use offset_map::OffsetMap;
+pub use partition::{
+    FetchIsolation, LogReadResult, NO_LEADER, Partition, PartitionCounters, PartitionListener,
+    ReplicaState,
+};

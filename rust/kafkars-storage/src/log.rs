@@ -395,6 +395,11 @@ impl Log {
         self.offline.load(Ordering::Acquire)
     }
 
+    /// Whether the log was closed or deleted.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
     /// The partition.
     pub fn topic_partition(&self) -> &TopicPartition {
         &self.tp

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kafkars.server.delayed_produce import DelayedProduce
 from kafkars.server.errors import Errors, KafkaError, RecordValidationError
 
 if TYPE_CHECKING:
@@ -28,7 +27,11 @@ def _verify_transaction(
 
 
 def _partition_result(
-    apis: KafkaApis, topic: str, data: dict[str, Any], transactional_id: str | None = None
+    apis: KafkaApis,
+    topic: str,
+    data: dict[str, Any],
+    acks: int,
+    transactional_id: str | None = None,
 ) -> dict[str, Any]:
     index = data["index"]
     result: dict[str, Any] = {"index": index, "base_offset": -1, "log_append_time_ms": -1}
@@ -37,7 +40,7 @@ def _partition_result(
         if records is None or len(records) == 0:
             raise KafkaError(Errors.INVALID_RECORD, "empty record set")
         _verify_transaction(apis, transactional_id, topic, index, records)
-        info = apis.replica_manager.append(topic, index, records)
+        info = apis.replica_manager.append(topic, index, records, acks)
     except KafkaError as e:
         result["error_code"] = int(e.code)
         result["error_message"] = e.message
@@ -47,7 +50,6 @@ def _partition_result(
                 {"batch_index": i, "batch_index_error_message": m} for i, m in e.record_errors
             ]
         return result
-    apis.topic_metrics.record_append(topic, info.valid_bytes, info.num_messages)
     result["error_code"] = 0
     result["base_offset"] = info.first_offset
     result["log_append_time_ms"] = info.log_append_time
@@ -73,31 +75,26 @@ def handle_produce(apis: KafkaApis, request: Any) -> dict[str, Any] | None:
                     {"index": data["index"], "error_code": int(Errors.UNKNOWN_TOPIC_OR_PARTITION)}
                 )
             else:
-                partitions.append(_partition_result(apis, name, data, body.get("transactional_id")))
+                partitions.append(
+                    _partition_result(apis, name, data, acks, body.get("transactional_id"))
+                )
         responses.append({"name": name, "partition_responses": partitions})
     if acks == 0:
         # The client expects no answer; errors surface to it as metadata refreshes.
         request.send_no_response()
         return None
     response = {"responses": responses, "throttle_time_ms": 0}
-    purgatory = apis.produce_purgatory
-    if acks == -1 and purgatory is not None:
-        # acks=all waits in the purgatory until the high watermarks reach the appends.
-        pending = {
-            (t["name"], p["index"]): (p["_last_offset"] + 1, p)
-            for t in responses
-            for p in t["partition_responses"]
-            if p.get("error_code") == 0 and "_last_offset" in p
-        }
-        for t in responses:
-            for p in t["partition_responses"]:
-                p.pop("_last_offset", None)
-        if pending:
-            purgatory.watch(
-                DelayedProduce(apis.replica_manager, request, response, pending, body["timeout_ms"])
-            )
-            return None
-    for t in responses:
-        for p in t["partition_responses"]:
-            p.pop("_last_offset", None)
+    # acks=all waits in the Rust produce purgatory until the high watermarks reach the
+    # appends; `pending` names each partition by its position in the response.
+    pending = []
+    for i, t in enumerate(responses):
+        for j, p in enumerate(t["partition_responses"]):
+            last_offset = p.pop("_last_offset", None)
+            if acks == -1 and last_offset is not None:
+                handle = apis.replica_manager.find_partition(t["name"], p["index"])
+                if handle is not None:
+                    pending.append((i, j, handle, last_offset + 1))
+    if pending:
+        apis.delayed_operations.watch_produce(request, response, pending, body["timeout_ms"])
+        return None
     return response

@@ -1,0 +1,624 @@
+//! Fetch and acks=all Produce completed in Rust (Kafka's DelayedFetch and DelayedProduce).
+//!
+//! Python plans a request (names resolved, access checked) and hands the partitions over;
+//! from there the reads, the wait in the purgatory, the response and its sendfile regions
+//! are Rust. A partition's append or high-watermark move checks the operations watching
+//! it on the appending thread, so a waiting consumer or producer is answered without the
+//! GIL.
+
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::fetch_response::{
+    AbortedTransaction, FetchResponse, FetchableTopicResponse, PartitionData,
+};
+use kafka_protocol::messages::produce_response::ProduceResponse;
+use kafka_protocol::messages::{BrokerId, ProducerId, ResponseKind, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use kafkars_server::FileRegion;
+use kafkars_storage::{
+    FetchIsolation, FileSlice, LogError, LogOffsetMetadata, Partition, PartitionListener,
+    TopicPartition,
+};
+use kafkars_timer::{
+    DEFAULT_PURGE_INTERVAL, DelayedOperation, DelayedOperationPurgatory, OperationState,
+};
+use pyo3::prelude::*;
+use uuid::Uuid;
+
+use crate::network::{PendingReply, PyRequest};
+use crate::partition::PyPartition;
+use crate::protocol::FromPy;
+use crate::splice::placeholder_for;
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The broker's fetch and produce purgatories, told of every partition change.
+pub(crate) struct Watchers {
+    fetch: DelayedOperationPurgatory<TopicPartition, DelayedFetch>,
+    produce: DelayedOperationPurgatory<TopicPartition, DelayedProduce>,
+    /// ISR expansions made by follower fetches, for Python to record where the cluster
+    /// keeps them (Kafka's isrChangeSet, propagated periodically).
+    isr_changes: IsrChanges,
+}
+
+type IsrChanges = Arc<Mutex<Vec<(TopicPartition, Vec<i32>)>>>;
+
+impl std::fmt::Debug for Watchers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Watchers").finish_non_exhaustive()
+    }
+}
+
+impl PartitionListener for Watchers {
+    fn on_partition_change(
+        &self,
+        tp: &TopicPartition,
+        log_end_moved: bool,
+        high_watermark_moved: bool,
+    ) {
+        if high_watermark_moved {
+            self.produce.check_and_complete(tp);
+        }
+        // Followers wait for the log end, consumers for the high watermark.
+        if log_end_moved || high_watermark_moved {
+            self.fetch.check_and_complete(tp);
+        }
+    }
+}
+
+/// One partition of a fetch as Python planned it.
+struct FetchPartition {
+    index: i32,
+    /// The partition, or the error code to answer with (unknown topic, not authorised).
+    target: Result<Arc<Partition>, i16>,
+    fetch_offset: i64,
+    max_bytes: i32,
+    /// Where the first read started, for counting new bytes without I/O.
+    start: Mutex<Option<LogOffsetMetadata>>,
+}
+
+struct FetchTopic {
+    name: String,
+    topic_id: Uuid,
+    partitions: Vec<FetchPartition>,
+}
+
+/// Everything a fetch needs to be read, re-read and answered from any thread.
+struct FetchSpec {
+    replica_id: i32,
+    isr_changes: IsrChanges,
+    min_bytes: i32,
+    max_bytes: i32,
+    isolation: FetchIsolation,
+    topics: Vec<FetchTopic>,
+}
+
+/// One partition's part of the response, before encoding.
+struct PartitionRead {
+    data: PartitionData,
+    slice: Option<FileSlice>,
+}
+
+fn error_data(index: i32, code: i16, high_watermark: i64, log_start_offset: i64) -> PartitionData {
+    PartitionData::default()
+        .with_partition_index(index)
+        .with_error_code(code)
+        .with_high_watermark(high_watermark)
+        .with_last_stable_offset(high_watermark)
+        .with_log_start_offset(log_start_offset)
+        .with_preferred_read_replica(BrokerId(-1))
+        .with_records(Some(Bytes::new()))
+}
+
+impl FetchSpec {
+    /// Reads every partition once (Kafka's readFromLog). Returns the reads, the bytes
+    /// read and whether any partition failed (errors answer at once).
+    fn read(&self) -> (Vec<Vec<PartitionRead>>, i64, bool) {
+        let mut remaining = i64::from(self.max_bytes.max(0));
+        let mut total = 0i64;
+        let mut had_error = false;
+        let topics = self
+            .topics
+            .iter()
+            .map(|topic| {
+                topic
+                    .partitions
+                    .iter()
+                    .map(|p| {
+                        let read = self.read_partition(p, remaining, total == 0);
+                        if read.data.error_code != 0 {
+                            had_error = true;
+                        }
+                        let size = read.slice.as_ref().map_or(0, |s| i64::from(s.size));
+                        total += size;
+                        remaining = (remaining - size).max(0);
+                        read
+                    })
+                    .collect()
+            })
+            .collect();
+        (topics, total, had_error)
+    }
+
+    fn read_partition(
+        &self,
+        p: &FetchPartition,
+        remaining: i64,
+        min_one_message: bool,
+    ) -> PartitionRead {
+        let partition = match &p.target {
+            Ok(partition) => partition,
+            Err(code) => {
+                return PartitionRead {
+                    data: error_data(p.index, *code, -1, -1),
+                    slice: None,
+                };
+            }
+        };
+        let log = partition.log();
+        let failed = |e: LogError| {
+            let (code, hw, start) = match e {
+                LogError::OffsetOutOfRange { .. } => (
+                    e.kafka_error_code(),
+                    partition.high_watermark(),
+                    log.log_start_offset(),
+                ),
+                // Deleted while the fetch waited.
+                LogError::Closed(_) => (ResponseError::UnknownTopicOrPartition.code(), -1, -1),
+                _ => (e.kafka_error_code(), -1, -1),
+            };
+            PartitionRead {
+                data: error_data(p.index, code, hw, start),
+                slice: None,
+            }
+        };
+        if self.replica_id >= 0 {
+            // A follower's fetch offset is its log end: the leader records it first, so
+            // the high watermark in this response already counts it.
+            match partition.update_follower_fetch_state(self.replica_id, p.fetch_offset) {
+                Ok(Some(isr)) => {
+                    lock(&self.isr_changes).push((partition.topic_partition().clone(), isr))
+                }
+                Ok(None) => {}
+                Err(e) => return failed(e),
+            }
+        }
+        let limit = i64::from(p.max_bytes).min(remaining).max(0) as u32;
+        let result =
+            match partition.read_records(p.fetch_offset, limit, self.isolation, min_one_message) {
+                Ok(result) => result,
+                Err(e) => return failed(e),
+            };
+        lock(&p.start).get_or_insert(result.info.fetch_offset_metadata);
+        let aborted = (self.isolation == FetchIsolation::TxnCommitted).then(|| {
+            log.aborted_transactions(p.fetch_offset, result.last_stable_offset)
+                .into_iter()
+                .map(|(producer_id, first_offset)| {
+                    AbortedTransaction::default()
+                        .with_producer_id(ProducerId(producer_id))
+                        .with_first_offset(first_offset)
+                })
+                .collect()
+        });
+        let slice = result.info.records.filter(|s| s.size > 0);
+        if self.replica_id < 0
+            && let Some(s) = &slice
+        {
+            // Records counted from the batch headers (page-cache reads), off the GIL.
+            partition.record_fetched(u64::from(s.size), s.count_records().unwrap_or(0));
+        }
+        PartitionRead {
+            data: PartitionData::default()
+                .with_partition_index(p.index)
+                .with_high_watermark(result.high_watermark)
+                .with_last_stable_offset(result.last_stable_offset)
+                .with_log_start_offset(result.log_start_offset)
+                .with_aborted_transactions(aborted)
+                .with_preferred_read_replica(BrokerId(-1)),
+            slice,
+        }
+    }
+
+    /// Whether enough new bytes arrived since the first read (Kafka's DelayedFetch
+    /// tryComplete), from offset metadata alone; a partition gone or moved completes it.
+    fn satisfied(&self) -> bool {
+        let mut available = 0i64;
+        for topic in &self.topics {
+            for p in &topic.partitions {
+                let Ok(partition) = &p.target else { continue };
+                let log = partition.log();
+                if log.is_offline() || log.is_closed() || !partition.is_leader() {
+                    return true;
+                }
+                let start = *lock(&p.start);
+                available += partition
+                    .bytes_available(start, p.fetch_offset, self.isolation)
+                    .min(i64::from(p.max_bytes.max(0)));
+                if available >= i64::from(self.min_bytes) {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    fn keys(&self) -> Vec<TopicPartition> {
+        self.topics
+            .iter()
+            .flat_map(|t| {
+                t.partitions
+                    .iter()
+                    .filter(|p| p.target.is_ok())
+                    .map(|p| TopicPartition::new(t.name.clone(), p.index))
+            })
+            .collect()
+    }
+
+    /// The response for `reads`, with each file slice as a sendfile placeholder. Runs
+    /// inside [`PendingReply::send`] so the placeholders register on its thread.
+    fn response(&self, reads: Vec<Vec<PartitionRead>>, throttle_time_ms: i32) -> ResponseKind {
+        let responses = self
+            .topics
+            .iter()
+            .zip(reads)
+            .map(|(topic, partitions)| {
+                let partitions = partitions
+                    .into_iter()
+                    .map(|read| {
+                        let records = match read.slice {
+                            Some(s) => placeholder_for(FileRegion {
+                                len: s.size as usize,
+                                file: s.file,
+                                position: s.position,
+                            })
+                            .unwrap_or_default(),
+                            None => Bytes::new(),
+                        };
+                        read.data.with_records(Some(records))
+                    })
+                    .collect();
+                FetchableTopicResponse::default()
+                    .with_topic(TopicName(StrBytes::from_string(topic.name.clone())))
+                    .with_topic_id(topic.topic_id)
+                    .with_partitions(partitions)
+            })
+            .collect();
+        ResponseKind::Fetch(
+            FetchResponse::default()
+                .with_throttle_time_ms(throttle_time_ms)
+                .with_responses(responses),
+        )
+    }
+}
+
+/// Answers a fetch: reads again, records quotas if asked, encodes and sends.
+struct FetchReply {
+    reply: PendingReply,
+    /// `quota(bytes) -> throttle_ms`, only when client quotas are configured.
+    quota: Option<Py<PyAny>>,
+}
+
+impl FetchReply {
+    fn answer(self, spec: &FetchSpec, reads: Vec<Vec<PartitionRead>>, total: i64) {
+        let throttle_ms = match &self.quota {
+            Some(quota) => Python::attach(|py| {
+                quota
+                    .call1(py, (total,))
+                    .and_then(|r| r.extract::<i32>(py))
+                    .unwrap_or(0)
+            }),
+            None => 0,
+        };
+        if throttle_ms > 0 {
+            self.reply.throttle(throttle_ms as u64);
+        }
+        self.reply.send(|| spec.response(reads, throttle_ms));
+    }
+}
+
+struct DelayedFetch {
+    state: OperationState,
+    delay_ms: u64,
+    spec: FetchSpec,
+    reply: Mutex<Option<FetchReply>>,
+}
+
+impl DelayedOperation for DelayedFetch {
+    fn state(&self) -> &OperationState {
+        &self.state
+    }
+
+    fn delay_ms(&self) -> u64 {
+        self.delay_ms
+    }
+
+    fn try_complete(&self) -> bool {
+        self.spec.satisfied() && self.force_complete()
+    }
+
+    fn on_complete(&self) {
+        if let Some(reply) = lock(&self.reply).take() {
+            let (reads, total, _) = self.spec.read();
+            reply.answer(&self.spec, reads, total);
+        }
+    }
+
+    fn on_expiration(&self) {}
+}
+
+/// One partition of an acks=all produce still waiting for the ISR.
+struct PendingPartition {
+    topic: usize,
+    partition: usize,
+    target: Arc<Partition>,
+    required_offset: i64,
+    done: bool,
+}
+
+struct DelayedProduce {
+    state: OperationState,
+    delay_ms: u64,
+    pending: Mutex<Vec<PendingPartition>>,
+    reply: Mutex<Option<(PendingReply, ProduceResponse)>>,
+}
+
+impl DelayedProduce {
+    fn set_error(&self, p: &PendingPartition, code: i16) {
+        if let Some((_, response)) = lock(&self.reply).as_mut()
+            && let Some(slot) = response
+                .responses
+                .get_mut(p.topic)
+                .and_then(|t| t.partition_responses.get_mut(p.partition))
+        {
+            slot.error_code = code;
+            if code != 0 {
+                slot.base_offset = -1;
+            }
+        }
+    }
+}
+
+impl DelayedOperation for DelayedProduce {
+    fn state(&self) -> &OperationState {
+        &self.state
+    }
+
+    fn delay_ms(&self) -> u64 {
+        self.delay_ms
+    }
+
+    fn try_complete(&self) -> bool {
+        let mut pending = lock(&self.pending);
+        let mut all_done = true;
+        for p in pending.iter_mut().filter(|p| !p.done) {
+            match p
+                .target
+                .check_enough_replicas_reach_offset(p.required_offset)
+            {
+                Some(code) => {
+                    p.done = true;
+                    self.set_error(p, code);
+                }
+                None => all_done = false,
+            }
+        }
+        drop(pending);
+        all_done && self.force_complete()
+    }
+
+    fn on_expiration(&self) {
+        for p in lock(&self.pending).iter().filter(|p| !p.done) {
+            self.set_error(p, ResponseError::RequestTimedOut.code());
+        }
+    }
+
+    fn on_complete(&self) {
+        if let Some((reply, response)) = lock(&self.reply).take() {
+            reply.send(|| ResponseKind::Produce(response));
+        }
+    }
+}
+
+/// Python face of [`Watchers`]: the broker's Rust fetch and produce purgatories.
+#[pyclass(frozen, name = "DelayedOperations", module = "kafkars._core")]
+pub(crate) struct DelayedOperations {
+    pub(crate) inner: Arc<Watchers>,
+}
+
+type PlannedPartition = (i32, Option<Py<PyPartition>>, i16, i64, i32);
+
+#[pymethods]
+impl DelayedOperations {
+    #[new]
+    #[pyo3(signature = (purge_interval = DEFAULT_PURGE_INTERVAL))]
+    fn new(purge_interval: usize) -> Self {
+        Self {
+            inner: Arc::new(Watchers {
+                fetch: DelayedOperationPurgatory::new("Fetch", purge_interval),
+                produce: DelayedOperationPurgatory::new("Produce", purge_interval),
+                isr_changes: Arc::new(Mutex::new(Vec::new())),
+            }),
+        }
+    }
+
+    /// Answers `request` (a Fetch) now, or once `min_bytes` are there or `max_wait_ms`
+    /// passes. `topics`: `[(name, topic_id, [(partition_index, Partition | None,
+    /// error_code, fetch_offset, partition_max_bytes)])]` in request order; a partition
+    /// without a handle is answered with its error code. `isolation_level`: 0
+    /// read_uncommitted, 1 read_committed; a `replica_id >= 0` is a follower reading to
+    /// the log end. `quota(bytes) -> throttle_ms` is called once with the response's
+    /// record bytes when given.
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (request, replica_id, max_wait_ms, min_bytes, max_bytes, isolation_level, topics, quota = None))]
+    fn fetch(
+        &self,
+        py: Python<'_>,
+        request: &PyRequest,
+        replica_id: i32,
+        max_wait_ms: i64,
+        min_bytes: i32,
+        max_bytes: i32,
+        isolation_level: i8,
+        topics: Vec<(String, Bound<'_, PyAny>, Vec<PlannedPartition>)>,
+        quota: Option<Py<PyAny>>,
+    ) -> PyResult<()> {
+        let isolation = if replica_id >= 0 {
+            FetchIsolation::LogEnd
+        } else if isolation_level == 1 {
+            FetchIsolation::TxnCommitted
+        } else {
+            FetchIsolation::HighWatermark
+        };
+        let topics = topics
+            .into_iter()
+            .map(|(name, topic_id, partitions)| {
+                Ok(FetchTopic {
+                    name,
+                    topic_id: Uuid::from_py(&topic_id)?,
+                    partitions: partitions
+                        .into_iter()
+                        .map(
+                            |(index, handle, code, fetch_offset, max_bytes)| FetchPartition {
+                                index,
+                                target: handle.map(|h| Arc::clone(&h.get().inner)).ok_or(code),
+                                fetch_offset,
+                                max_bytes,
+                                start: Mutex::new(None),
+                            },
+                        )
+                        .collect(),
+                })
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let spec = FetchSpec {
+            replica_id,
+            isr_changes: Arc::clone(&self.inner.isr_changes),
+            min_bytes,
+            max_bytes: if request.api_version() >= 3 {
+                max_bytes
+            } else {
+                i32::MAX
+            },
+            isolation,
+            topics,
+        };
+        let mut reply = request.take_reply()?;
+        let watchers = Arc::clone(&self.inner);
+        py.detach(move || {
+            let (reads, total, had_error) = spec.read();
+            let keys = spec.keys();
+            if max_wait_ms <= 0
+                || total >= i64::from(spec.min_bytes)
+                || had_error
+                || keys.is_empty()
+            {
+                return FetchReply { reply, quota }.answer(&spec, reads, total);
+            }
+            drop(reads);
+            reply.mark_waiting();
+            let op = Arc::new(DelayedFetch {
+                state: OperationState::new(),
+                delay_ms: max_wait_ms as u64,
+                spec,
+                reply: Mutex::new(Some(FetchReply { reply, quota })),
+            });
+            watchers.fetch.try_complete_else_watch(&op, &keys);
+        });
+        Ok(())
+    }
+
+    /// Answers `request` (an acks=all Produce) with `response` (a ProduceResponse dict)
+    /// once every partition in `pending` has its high watermark at the required offset,
+    /// or `timeout_ms` passes (REQUEST_TIMED_OUT for those still short). `pending`:
+    /// `[(topic_position, partition_position, Partition, required_offset)]`, positions in
+    /// `response`'s lists.
+    fn watch_produce(
+        &self,
+        py: Python<'_>,
+        request: &PyRequest,
+        response: &Bound<'_, PyAny>,
+        pending: Vec<(usize, usize, Py<PyPartition>, i64)>,
+        timeout_ms: i64,
+    ) -> PyResult<()> {
+        let ResponseKind::Produce(response) =
+            crate::protocol::response_from_py(kafka_protocol::messages::ApiKey::Produce, response)?
+        else {
+            unreachable!("a Produce response converts to ResponseKind::Produce")
+        };
+        let pending: Vec<PendingPartition> = pending
+            .into_iter()
+            .map(
+                |(topic, partition, handle, required_offset)| PendingPartition {
+                    topic,
+                    partition,
+                    target: Arc::clone(&handle.get().inner),
+                    required_offset,
+                    done: false,
+                },
+            )
+            .collect();
+        let keys: Vec<TopicPartition> = pending
+            .iter()
+            .map(|p| p.target.topic_partition().clone())
+            .collect();
+        let mut reply = request.take_reply()?;
+        reply.mark_waiting();
+        let op = Arc::new(DelayedProduce {
+            state: OperationState::new(),
+            delay_ms: timeout_ms.max(0) as u64,
+            pending: Mutex::new(pending),
+            reply: Mutex::new(Some((reply, response))),
+        });
+        let watchers = Arc::clone(&self.inner);
+        py.detach(move || {
+            if keys.is_empty() {
+                op.force_complete();
+            } else {
+                watchers.produce.try_complete_else_watch(&op, &keys);
+            }
+        });
+        Ok(())
+    }
+
+    /// ISR expansions since the last call: `[(topic, partition, isr)]`.
+    fn take_isr_changes(&self) -> Vec<(String, i32, Vec<i32>)> {
+        std::mem::take(&mut *lock(&self.inner.isr_changes))
+            .into_iter()
+            .map(|(tp, isr)| (tp.topic, tp.partition, isr))
+            .collect()
+    }
+
+    /// Fetches waiting (Kafka's NumDelayedOperations of the Fetch purgatory).
+    #[getter]
+    fn delayed_fetches(&self, py: Python<'_>) -> usize {
+        py.detach(|| self.inner.fetch.num_delayed())
+    }
+
+    /// Produces waiting for the ISR.
+    #[getter]
+    fn delayed_produces(&self, py: Python<'_>) -> usize {
+        py.detach(|| self.inner.produce.num_delayed())
+    }
+
+    /// Re-checks everything watching `topic`-`partition` (after it was deleted or
+    /// changed leader, so waiting requests are answered now).
+    fn check_and_complete(&self, py: Python<'_>, topic: String, partition: i32) {
+        let tp = TopicPartition::new(topic, partition);
+        py.detach(|| {
+            self.inner.produce.check_and_complete(&tp);
+            self.inner.fetch.check_and_complete(&tp);
+        });
+    }
+
+    /// Answers every waiting operation now and stops the timers. Idempotent.
+    fn shutdown(&self, py: Python<'_>) {
+        py.detach(|| {
+            self.inner.fetch.shutdown();
+            self.inner.produce.shutdown();
+        });
+    }
+}

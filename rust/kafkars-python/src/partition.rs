@@ -1,0 +1,231 @@
+//! Python face of [`kafkars_storage::Partition`]: the handle the ReplicaManager keeps per
+//! partition. Python asks it to lead, follow, append and describe; offsets, the high
+//! watermark and the ISR are computed in Rust, and every call that touches the log runs
+//! with the GIL released.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use kafkars_storage::{Partition, PartitionListener, SystemClock};
+use pyo3::prelude::*;
+
+use crate::delayed::DelayedOperations;
+use crate::protocol::RecordSet;
+use crate::storage::{PyLog, PyLogAppendInfo, append_info, log_error, wrap};
+
+#[pyclass(frozen, name = "Partition", module = "kafkars._core")]
+pub(crate) struct PyPartition {
+    pub(crate) inner: Arc<Partition>,
+}
+
+#[pymethods]
+impl PyPartition {
+    /// A partition over `log` on broker `broker_id`, led by nobody yet. Appends and
+    /// high-watermark moves complete the operations waiting in `delayed`.
+    #[new]
+    #[pyo3(signature = (log, broker_id, delayed = None))]
+    fn new(log: &PyLog, broker_id: i32, delayed: Option<&DelayedOperations>) -> Self {
+        let listener = delayed.map(|d| Arc::clone(&d.inner) as Arc<dyn PartitionListener>);
+        Self {
+            inner: Arc::new(Partition::new(
+                Arc::clone(&log.inner),
+                broker_id,
+                Arc::new(SystemClock),
+                listener,
+            )),
+        }
+    }
+
+    #[getter]
+    fn topic(&self) -> String {
+        self.inner.topic_partition().topic.clone()
+    }
+    #[getter]
+    fn partition(&self) -> i32 {
+        self.inner.topic_partition().partition
+    }
+    #[getter]
+    fn log(&self) -> PyLog {
+        wrap(Arc::clone(self.inner.log()))
+    }
+    #[getter]
+    fn leader_id(&self) -> i32 {
+        self.inner.leader_id()
+    }
+    #[getter]
+    fn leader_epoch(&self) -> i32 {
+        self.inner.leader_epoch()
+    }
+    #[getter]
+    fn is_leader(&self) -> bool {
+        self.inner.is_leader()
+    }
+    #[getter]
+    fn replicas(&self) -> Vec<i32> {
+        self.inner.replicas()
+    }
+    #[getter]
+    fn isr(&self) -> Vec<i32> {
+        self.inner.isr()
+    }
+    #[getter]
+    fn high_watermark(&self) -> i64 {
+        self.inner.high_watermark()
+    }
+    #[getter]
+    fn last_stable_offset(&self) -> i64 {
+        self.inner.last_stable_offset()
+    }
+
+    /// `(bytes_in, messages_in, bytes_out, messages_out)` since the partition was opened.
+    #[getter]
+    fn counters(&self) -> (u64, u64, u64, u64) {
+        let c = self.inner.counters();
+        (
+            c.bytes_in.load(Ordering::Relaxed),
+            c.messages_in.load(Ordering::Relaxed),
+            c.bytes_out.load(Ordering::Relaxed),
+            c.messages_out.load(Ordering::Relaxed),
+        )
+    }
+
+    /// `{replica_id: (log_end_offset, last_caught_up_time_ms)}` of the followers, as this
+    /// leader tracks them.
+    #[getter]
+    fn replica_states(&self) -> Vec<(i32, i64, i64)> {
+        self.inner
+            .replicas()
+            .into_iter()
+            .filter_map(|id| {
+                self.inner
+                    .replica_state(id)
+                    .map(|r| (id, r.log_end_offset, r.last_caught_up_time_ms))
+            })
+            .collect()
+    }
+
+    fn set_min_insync_replicas(&self, value: i32) {
+        self.inner.set_min_insync_replicas(value);
+    }
+
+    /// Leads the partition at `leader_epoch`; True if this broker did not lead it before.
+    fn make_leader(
+        &self,
+        py: Python<'_>,
+        leader_epoch: i32,
+        replicas: Vec<i32>,
+        isr: Vec<i32>,
+    ) -> bool {
+        py.detach(|| self.inner.make_leader(leader_epoch, replicas, isr))
+    }
+
+    /// Follows `leader_id` at `leader_epoch`; True if the leader or epoch changed.
+    fn make_follower(
+        &self,
+        py: Python<'_>,
+        leader_id: i32,
+        leader_epoch: i32,
+        replicas: Vec<i32>,
+        isr: Vec<i32>,
+    ) -> bool {
+        py.detach(|| {
+            self.inner
+                .make_follower(leader_id, leader_epoch, replicas, isr)
+        })
+    }
+
+    fn set_isr(&self, py: Python<'_>, isr: Vec<i32>) {
+        py.detach(|| self.inner.set_isr(isr));
+    }
+
+    /// Validates and appends produced records as the leader. `required_acks=-1` needs
+    /// `min.insync.replicas` in the ISR. Raises `LogError(code, message)`.
+    fn append_records_to_leader(
+        &self,
+        py: Python<'_>,
+        records: &RecordSet,
+        required_acks: i16,
+    ) -> PyResult<PyLogAppendInfo> {
+        let bytes = records.bytes().clone();
+        let info = py
+            .detach(|| {
+                // The request buffer is shared and immutable; offsets are assigned in a
+                // private copy (one memcpy in Rust) that is then written to the segment.
+                let mut owned = bytes.to_vec();
+                self.inner
+                    .append_records_to_leader(&mut owned, required_acks)
+            })
+            .map_err(log_error)?;
+        Ok(append_info(&info))
+    }
+
+    /// Appends the COMMIT or ABORT marker ending `producer_id`'s transaction.
+    fn append_txn_marker(
+        &self,
+        py: Python<'_>,
+        producer_id: i64,
+        producer_epoch: i16,
+        coordinator_epoch: i32,
+        commit: bool,
+    ) -> PyResult<PyLogAppendInfo> {
+        let info = py
+            .detach(|| {
+                self.inner
+                    .append_txn_marker(producer_id, producer_epoch, coordinator_epoch, commit)
+            })
+            .map_err(log_error)?;
+        Ok(append_info(&info))
+    }
+
+    /// Appends the leader's batches as they are (replication).
+    fn append_records_as_follower(
+        &self,
+        py: Python<'_>,
+        records: &RecordSet,
+    ) -> PyResult<PyLogAppendInfo> {
+        let bytes = records.bytes().clone();
+        let info = py
+            .detach(|| {
+                let mut owned = bytes.to_vec();
+                self.inner.append_records_as_follower(&mut owned)
+            })
+            .map_err(log_error)?;
+        Ok(append_info(&info))
+    }
+
+    /// A follower takes the high watermark from the leader's fetch response.
+    fn update_follower_high_watermark(&self, py: Python<'_>, high_watermark: i64) {
+        py.detach(|| self.inner.update_follower_high_watermark(high_watermark));
+    }
+
+    /// On the leader: a follower fetched at `fetch_offset`. Returns the new ISR if the
+    /// follower joined it.
+    fn update_follower_fetch_state(
+        &self,
+        py: Python<'_>,
+        replica_id: i32,
+        fetch_offset: i64,
+    ) -> PyResult<Option<Vec<i32>>> {
+        py.detach(|| {
+            self.inner
+                .update_follower_fetch_state(replica_id, fetch_offset)
+        })
+        .map_err(log_error)
+    }
+
+    /// Drops followers not caught up within `max_lag_ms`; returns the new ISR if it shrank.
+    fn maybe_shrink_isr(&self, py: Python<'_>, max_lag_ms: i64) -> Option<Vec<i32>> {
+        py.detach(|| self.inner.maybe_shrink_isr(max_lag_ms))
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Partition({}, leader={}, epoch={}, isr={:?}, hw={})",
+            self.inner.topic_partition(),
+            self.inner.leader_id(),
+            self.inner.leader_epoch(),
+            self.inner.isr(),
+            self.inner.high_watermark()
+        )
+    }
+}
