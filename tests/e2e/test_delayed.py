@@ -9,8 +9,16 @@ import threading
 import time
 from collections.abc import Callable
 
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, KafkaError, Producer
 from confluent_kafka import TopicPartition as CTopicPartition
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+    ResourceType,
+)
 
 from kafkars.broker import Broker
 
@@ -113,3 +121,34 @@ def test_acks_all_completes_through_the_purgatory(
     assert p.flush(10) == 0
     assert time.monotonic() - started < 5
     assert sorted(delivered) == list(range(20))
+
+
+def test_acks_all_needs_min_insync_replicas(broker: Broker, topic: str) -> None:
+    """One broker is an ISR of one: a topic asking for two in-sync replicas refuses acks=all
+    with NOT_ENOUGH_REPLICAS and takes acks=1; lowering min.insync.replicas lets acks=all
+    through."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    new = NewTopic(topic, 1, 1, config={"min.insync.replicas": "2"})
+    admin.create_topics([new])[topic].result(10)
+
+    def produce(acks: str) -> KafkaError | None:
+        errors: list[KafkaError | None] = []
+        p = Producer(
+            {
+                "bootstrap.servers": broker.bootstrap_servers,
+                "acks": acks,
+                # The error is retriable: without retries it reaches the callback as is.
+                "retries": 0,
+            }
+        )
+        p.produce(topic, b"v", partition=0, on_delivery=lambda e, m: errors.append(e))
+        p.flush(15)
+        return errors[0]
+
+    refused = produce("all")
+    assert refused is not None and refused.code() == KafkaError.NOT_ENOUGH_REPLICAS
+    assert produce("1") is None
+    entry = ConfigEntry("min.insync.replicas", "1", incremental_operation=AlterConfigOpType.SET)
+    resource = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[entry])
+    admin.incremental_alter_configs([resource])[resource].result(10)
+    assert produce("all") is None

@@ -54,8 +54,11 @@ class LocalController:
     def _become_leader(self, topic: TopicMetadata) -> None:
         settings = self._config.storage_config(topic.configs)
         limits = self._config.timestamp_limits(topic.configs)
+        min_isr = self._config.log_config(topic.configs).min_insync_replicas
         for index in range(topic.num_partitions):
-            self._replica_manager.become_leader(topic.name, index, settings, limits)
+            self._replica_manager.become_leader(
+                topic.name, index, settings, limits, min_insync_replicas=min_isr
+            )
 
     def validate_topic_configs(self, configs: dict[str, str]) -> None:
         try:
@@ -84,15 +87,17 @@ class LocalController:
     def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
         """Replaces a topic's overrides and applies them to its logs at once."""
         self._store.set_configs(name, configs)
+        self._update_config(name, configs)
+
+    def _update_config(self, name: str, configs: dict[str, str]) -> None:
         self._replica_manager.update_config(
-            name, self._config.storage_config(configs), self._config.timestamp_limits(configs)
+            name,
+            self._config.storage_config(configs),
+            self._config.timestamp_limits(configs),
+            min_insync_replicas=self._config.log_config(configs).min_insync_replicas,
         )
 
     def reconfigure(self, _new: KafkaConfig) -> None:
         """Re-applies every topic's settings after a dynamic broker config change."""
         for topic in self._store.topics():
-            self._replica_manager.update_config(
-                topic.name,
-                self._config.storage_config(topic.configs),
-                self._config.timestamp_limits(topic.configs),
-            )
+            self._update_config(topic.name, topic.configs)
