@@ -39,6 +39,7 @@ REQUESTS: dict[ApiKey, dict[str, Any]] = {
         "topics": [{"topic": "a", "topic_id": TOPIC_ID, "partitions": [{"partition": 2}]}],
     },
     ApiKey.LIST_OFFSETS: {"topics": [{"name": "a", "partitions": [{"partition_index": 3}]}]},
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: {"topics": [{"topic": "a", "partitions": [{"partition": 3}]}]},
     ApiKey.METADATA: {"topics": [{"name": "a", "topic_id": TOPIC_ID}, {"name": "b"}]},
     ApiKey.OFFSET_COMMIT: {
         "group_id": "g",

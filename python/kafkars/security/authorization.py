@@ -88,6 +88,10 @@ def required(
         return _topics(Op.READ, names)
     if api_key == k.LIST_OFFSETS:
         return _topics(Op.DESCRIBE, (t["name"] for t in b["topics"]))
+    if api_key == k.OFFSET_FOR_LEADER_EPOCH:
+        if b.get("replica_id", -1) >= 0:
+            return [_cluster(Op.CLUSTER_ACTION)]
+        return _topics(Op.DESCRIBE, (t["topic"] for t in b["topics"]))
     if api_key in (k.OFFSET_COMMIT, k.TXN_OFFSET_COMMIT):
         reqs = [_group(Op.READ, b["group_id"]), *_topics(Op.READ, (t["name"] for t in b["topics"]))]
         if api_key == k.TXN_OFFSET_COMMIT:

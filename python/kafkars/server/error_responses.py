@@ -107,6 +107,29 @@ def _fetch(body: Body, version: int, code: int, message: str | None) -> dict[str
     }
 
 
+def _offset_for_leader_epoch(
+    body: Body, version: int, code: int, message: str | None
+) -> dict[str, Any]:
+    return {
+        "throttle_time_ms": 0,
+        "topics": [
+            {
+                "topic": t["topic"],
+                "partitions": [
+                    {
+                        "partition": p["partition"],
+                        "error_code": code,
+                        "leader_epoch": -1,
+                        "end_offset": -1,
+                    }
+                    for p in t.get("partitions", [])
+                ],
+            }
+            for t in body.get("topics", [])
+        ],
+    }
+
+
 def _list_offsets(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
     return {
         "throttle_time_ms": 0,
@@ -534,6 +557,7 @@ ERROR_RESPONSES: dict[ApiKey, Builder] = {
     ApiKey.PRODUCE: _produce,
     ApiKey.FETCH: _fetch,
     ApiKey.LIST_OFFSETS: _list_offsets,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: _offset_for_leader_epoch,
     ApiKey.METADATA: _metadata,
     ApiKey.OFFSET_COMMIT: _offset_commit,
     ApiKey.OFFSET_FETCH: _offset_fetch,

@@ -117,12 +117,20 @@ class ReplicaManager:
             self._timestamp_limits.pop(topic, None)
 
     def get_partition(self, topic: str, partition: int) -> Any:
+        """The partition, if this broker leads it (Kafka's getPartitionOrException with
+        the leader check every client-facing request makes)."""
         p = self._partitions.get((topic, partition))
         if p is None:
             raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION)
+        if not p.is_leader:
+            raise KafkaError(
+                Errors.NOT_LEADER_OR_FOLLOWER,
+                f"Broker {self.broker_id} is not the leader of {topic}-{partition}",
+            )
         return p
 
     def find_partition(self, topic: str, partition: int) -> Any | None:
+        """The partition's handle whatever this broker's role in it, or None."""
         return self._partitions.get((topic, partition))
 
     def partitions(self) -> list[Any]:
