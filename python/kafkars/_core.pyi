@@ -32,6 +32,7 @@ __all__ = [
     "LogAppendInfo",
     "Partition",
     "DelayedOperations",
+    "ReplicaFetcherManager",
     "Request",
     "SocketServer",
 ]
@@ -271,6 +272,26 @@ class Partition:
         self, replica_id: int, fetch_offset: int
     ) -> list[int] | None: ...
     def maybe_shrink_isr(self, max_lag_ms: int) -> list[int] | None: ...
+
+@final
+class ReplicaFetcherManager:
+    def __new__(
+        cls,
+        broker_id: int,
+        num_replica_fetchers: int = 1,
+        max_wait_ms: int = 500,
+        min_bytes: int = 1,
+        max_bytes: int = 10485760,
+        partition_max_bytes: int = 1048576,
+        backoff_ms: int = 1000,
+        socket_timeout_ms: int = 30000,
+    ) -> Self: ...
+    def add_partitions(
+        self, leader_id: int, host: str, port: int, partitions: list[tuple[Partition, int]]
+    ) -> None: ...
+    def remove_partitions(self, partitions: list[tuple[str, int]]) -> None: ...
+    def fetch_states(self) -> list[tuple[str, int, int, int, bool]]: ...
+    def shutdown(self) -> None: ...
 
 # -- delayed operations ------------------------------------------------------------------
 

@@ -191,8 +191,20 @@ class KafkaServer:
             report["skipped"],
         )
 
+        c = self.config
+        # Threads start only when a partition follows a leader (cluster mode).
+        self.replica_fetchers = _core.ReplicaFetcherManager(
+            self.broker_id,
+            num_replica_fetchers=int(c.get("num.replica.fetchers")),
+            max_wait_ms=int(c.get("replica.fetch.wait.max.ms")),
+            min_bytes=int(c.get("replica.fetch.min.bytes")),
+            max_bytes=int(c.get("replica.fetch.response.max.bytes")),
+            partition_max_bytes=int(c.get("replica.fetch.max.bytes")),
+            backoff_ms=int(c.get("replica.fetch.backoff.ms")),
+            socket_timeout_ms=int(c.get("replica.socket.timeout.ms")),
+        )
         self.replica_manager = ReplicaManager(
-            self.log_manager, self.broker_id, self.delayed_operations
+            self.log_manager, self.broker_id, self.delayed_operations, self.replica_fetchers
         )
         self.controller = LocalController(self.metadata, self.replica_manager, self.dynamic_config)
         self.controller.startup()
@@ -338,6 +350,8 @@ class KafkaServer:
                 # on the purgatory's timer meanwhile, so it stops afterwards.
                 self.socket_server.shutdown()
             self.delayed_operations.shutdown()
+            if getattr(self, "replica_fetchers", None) is not None:
+                self.replica_fetchers.shutdown()
             if self.group_coordinator is not None:
                 self.group_coordinator.shutdown()
             if self.transaction_coordinator is not None:

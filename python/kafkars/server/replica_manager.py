@@ -23,12 +23,18 @@ class ReplicaManager:
     """Owns the `_core.Partition` handles and routes appends to them."""
 
     def __init__(
-        self, log_manager: Any, broker_id: int, delayed: _core.DelayedOperations | None = None
+        self,
+        log_manager: Any,
+        broker_id: int,
+        delayed: _core.DelayedOperations | None = None,
+        fetchers: _core.ReplicaFetcherManager | None = None,
     ) -> None:
         self.log_manager = log_manager
         self.broker_id = broker_id
         # The fetch and produce purgatories the partitions wake (None: nothing waits).
         self.delayed = delayed
+        # The Rust replica fetcher threads followers copy their leaders' logs with.
+        self.fetchers = fetchers
         self._partitions: dict[TopicPartition, _core.Partition] = {}
         # CreateTime bounds per topic, checked before the Rust log validates and appends.
         self._timestamp_limits: dict[str, TimestampLimits | None] = {}
@@ -62,6 +68,8 @@ class ReplicaManager:
         """Leads `topic`-`partition` (alone, unless `replicas`/`isr` name followers)."""
         with self._lock:
             handle = self._partition(topic, partition, log_config)
+            if self.fetchers is not None and not handle.is_leader:
+                self.fetchers.remove_partitions([(topic, partition)])
             self._timestamp_limits[topic] = timestamp_limits
             handle.set_min_insync_replicas(min_insync_replicas)
             if not handle.is_leader or handle.leader_epoch != leader_epoch:
@@ -79,15 +87,43 @@ class ReplicaManager:
         leader_epoch: int,
         replicas: list[int] | None = None,
         isr: list[int] | None = None,
+        *,
+        leader_endpoint: tuple[str, int] | None = None,
     ) -> Any:
-        """Follows `leader_id` for `topic`-`partition`; waiting requests on it are answered
-        (NOT_LEADER_OR_FOLLOWER for produces, the fetch re-read for fetches)."""
+        """Follows `leader_id` for `topic`-`partition`, fetching from `leader_endpoint`
+        (its inter-broker listener) when given; waiting requests on the partition are
+        answered (NOT_LEADER_OR_FOLLOWER for produces, the fetch re-read for fetches)."""
         with self._lock:
             handle = self._partition(topic, partition, log_config)
-            handle.make_follower(leader_id, leader_epoch, replicas or [], isr or [])
+            changed = handle.make_follower(leader_id, leader_epoch, replicas or [], isr or [])
+            if self.fetchers is not None:
+                if leader_endpoint is None:
+                    self.fetchers.remove_partitions([(topic, partition)])
+                elif changed or not self._is_fetching(topic, partition):
+                    host, port = leader_endpoint
+                    self.fetchers.add_partitions(leader_id, host, port, [(handle, leader_epoch)])
         if self.delayed is not None:
             self.delayed.check_and_complete(topic, partition)
         return handle
+
+    def _is_fetching(self, topic: str, partition: int) -> bool:
+        assert self.fetchers is not None
+        return any(s[:2] == (topic, partition) for s in self.fetchers.fetch_states())
+
+    def maybe_shrink_isr(self, max_lag_ms: int) -> list[tuple[str, int, list[int]]]:
+        """Drops followers not caught up within `max_lag_ms` from the ISR of every
+        partition this broker leads; returns the changes for the cluster to record."""
+        changes = []
+        for (topic, index), p in list(self._partitions.items()):
+            if p.is_leader:
+                isr = p.maybe_shrink_isr(max_lag_ms)
+                if isr is not None:
+                    changes.append((topic, index, isr))
+        return changes
+
+    def take_isr_expansions(self) -> list[tuple[str, int, list[int]]]:
+        """Followers that joined an ISR (on their fetches) since the last call."""
+        return self.delayed.take_isr_changes() if self.delayed is not None else []
 
     def update_config(
         self,
@@ -106,6 +142,8 @@ class ReplicaManager:
     def remove_topic(self, topic: str) -> None:
         with self._lock:
             for tp in [tp for tp in self._partitions if tp[0] == topic]:
+                if self.fetchers is not None:
+                    self.fetchers.remove_partitions([tp])
                 handle = self._partitions.pop(tp)
                 retired = self.retired_counters.setdefault(topic, [0, 0, 0, 0])
                 for i, value in enumerate(handle.counters):

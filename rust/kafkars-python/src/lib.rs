@@ -11,6 +11,7 @@ mod network;
 mod partition;
 mod protocol;
 mod purgatory;
+mod replica_fetcher;
 mod segment_reader;
 mod splice;
 mod storage;
@@ -32,6 +33,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     storage::register(m)?;
     m.add_class::<partition::PyPartition>()?;
     m.add_class::<delayed::DelayedOperations>()?;
+    m.add_class::<replica_fetcher::ReplicaFetcherManager>()?;
     m.add_class::<network::PyRequest>()?;
     m.add_class::<network::PySocketServer>()?;
     Ok(())
