@@ -4,13 +4,17 @@
 //! key. One pass over a log:
 //!
 //! 1. picks the dirty section: from the cleaner checkpoint (or the log start) up to
-//!    the first uncleanable offset, which is never past the active segment, the high
-//!    watermark, or the first segment younger than `min.compaction.lag.ms`;
-//! 2. builds an [`OffsetMap`] of key → last offset over the dirty section;
+//!    the first uncleanable offset, which is never past the active segment, the last
+//!    stable offset (an open transaction may still abort), or the first segment younger
+//!    than `min.compaction.lag.ms`;
+//! 2. builds an [`OffsetMap`] of key → last offset over the dirty section, leaving out
+//!    the records of aborted transactions;
 //! 3. rewrites every inactive segment below the end of the map, in groups that fit one
 //!    segment, keeping a record only if no later record has its key; tombstones are
 //!    kept too unless their segment was already cleaned and has not been written for
-//!    `delete.retention.ms`;
+//!    `delete.retention.ms`. Records of aborted transactions go; a transaction marker
+//!    goes once its transaction has no records left and it is past the same horizon;
+//!    each producer's last batch stays (empty if need be) so its sequence survives;
 //! 4. writes each group as `.cleaned`, renames it `.swap`, renames the old segments
 //!    `.deleted`, then gives the `.swap` files their final names. The loader removes a
 //!    `.cleaned` and completes a `.swap`, so a crash at any step leaves a readable log.
@@ -18,6 +22,7 @@
 //! Offsets never change: batches are rebuilt with [`filter_records`], which keeps the
 //! batch's base offset, last offset delta and the records' offset deltas.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
@@ -107,6 +112,38 @@ pub struct CleanerStats {
     pub records_retained: u64,
     /// Tombstones removed because their delete horizon had passed.
     pub tombstones_removed: u64,
+    /// Records of aborted transactions removed.
+    pub aborted_records_removed: u64,
+    /// COMMIT/ABORT markers removed (their transactions had no records left).
+    pub markers_removed: u64,
+}
+
+/// The aborted transactions of a log by producer: `(first offset, marker offset)`.
+struct AbortedRanges(HashMap<i64, Vec<(i64, i64)>>);
+
+impl AbortedRanges {
+    fn of(log: &Log) -> Self {
+        let mut map: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
+        for txn in log.aborted_txns_below(i64::MAX) {
+            map.entry(txn.producer_id)
+                .or_default()
+                .push((txn.first_offset, txn.last_offset));
+        }
+        Self(map)
+    }
+
+    /// Whether `batch` is data of a transaction that was aborted.
+    fn contains(&self, batch: &RecordBatch<'_>) -> bool {
+        if !batch.is_transactional() || batch.is_control() {
+            return false;
+        }
+        let base = batch.base_offset();
+        self.0.get(&batch.producer_id()).is_some_and(|ranges| {
+            ranges
+                .iter()
+                .any(|(first, marker)| *first <= base && base < *marker)
+        })
+    }
 }
 
 /// A log chosen for cleaning, with its dirty section (Kafka's LogToClean).
@@ -146,7 +183,8 @@ pub(crate) fn log_to_clean(
         return Ok(None);
     }
     let start = log.log_start_offset();
-    let hw = log.high_watermark();
+    // Past the last stable offset a transaction may still abort.
+    let stable = log.last_stable_offset();
     let first_dirty = match checkpoint {
         // A checkpoint outside the log (truncation, DeleteRecords) is reset, as Kafka does.
         Some(cp) if cp >= start && cp <= log.log_end_offset() => cp,
@@ -164,9 +202,9 @@ pub(crate) fn log_to_clean(
             segments.push(seg);
             continue;
         }
-        // The dirty section ends at the high watermark and at the first segment
+        // The dirty section ends at the last stable offset and at the first segment
         // younger than min.compaction.lag.ms.
-        if seg.next_base_offset > hw
+        if seg.next_base_offset > stable
             || (!force
                 && now_ms.saturating_sub(seg.largest_timestamp) < config.min_compaction_lag_ms)
         {
@@ -292,6 +330,9 @@ pub(crate) fn clean(
         ..CleanerStats::default()
     };
 
+    let aborted = AbortedRanges::of(log);
+    let producer_last = log.producer_last_offsets();
+
     // 1. The offset map over the dirty section, whole segments at a time.
     map.clear();
     let mut end_offset = first_dirty;
@@ -305,7 +346,7 @@ pub(crate) fn clean(
         }
         for_each_batch(&seg.file, &seg.path, seg.size, io_buffer_size, |bytes| {
             let batch = RecordBatch::new(bytes)?;
-            if batch.is_control() || batch.last_offset() < first_dirty {
+            if batch.is_control() || batch.last_offset() < first_dirty || aborted.contains(&batch) {
                 return Ok(());
             }
             for record in batch.records()?.iter() {
@@ -336,6 +377,8 @@ pub(crate) fn clean(
     // been written to for delete.retention.ms are past their delete horizon.
     let horizon = now_ms.saturating_sub(config.delete_retention_ms);
     let dir = log.dir();
+    // Per producer: whether its current transaction kept any record in this pass.
+    let mut txn_retained: HashMap<i64, bool> = HashMap::new();
     for group in group_segments_by_size(&to_clean, config.segment_bytes) {
         let base = group[0].base_offset;
         let mut cleaned = LogSegment::create_with_suffix(
@@ -352,7 +395,15 @@ pub(crate) fn clean(
                 seg.next_base_offset <= first_dirty && seg.last_modified_ms < horizon;
             let read = for_each_batch(&seg.file, &seg.path, seg.size, io_buffer_size, |bytes| {
                 let batch = RecordBatch::new(bytes)?;
+                let producer_id = batch.producer_id();
+                let last_of_producer = producer_id >= 0
+                    && producer_last.get(&producer_id) == Some(&batch.last_offset());
                 if batch.is_control() {
+                    let retained = txn_retained.remove(&producer_id).unwrap_or(false);
+                    if drop_tombstones && !retained && !last_of_producer {
+                        stats.markers_removed += 1;
+                        return Ok(());
+                    }
                     cleaned.append(
                         batch.last_offset(),
                         batch.max_timestamp(),
@@ -365,8 +416,12 @@ pub(crate) fn clean(
                 let mut kept = 0u64;
                 let mut removed_tombstones = 0u64;
                 let mut total = 0u64;
+                let aborted_batch = aborted.contains(&batch);
                 let retain =
                     |offset: i64, key: Option<&[u8]>, value: Option<&[u8]>| -> (bool, bool) {
+                        if aborted_batch {
+                            return (false, false);
+                        }
                         let Some(key) = key else {
                             return (false, false);
                         };
@@ -392,6 +447,12 @@ pub(crate) fn clean(
                 stats.records_read += total;
                 stats.records_retained += kept;
                 stats.tombstones_removed += removed_tombstones;
+                if aborted_batch {
+                    stats.aborted_records_removed += total;
+                }
+                if batch.is_transactional() {
+                    *txn_retained.entry(producer_id).or_insert(false) |= kept > 0;
+                }
                 if keep_all {
                     cleaned.append(
                         batch.last_offset(),
@@ -399,7 +460,8 @@ pub(crate) fn clean(
                         batch.last_offset(),
                         bytes,
                     )?;
-                } else if kept > 0 {
+                } else if kept > 0 || last_of_producer {
+                    // An empty batch still carries the producer's last sequence.
                     let filtered = filter_records(&batch, |r| retain(r.offset, r.key, r.value).0)?;
                     cleaned.append(
                         batch.last_offset(),

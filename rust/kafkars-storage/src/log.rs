@@ -5,7 +5,7 @@
 //! share a read lock, and the log end offset, high watermark, log start offset and
 //! recovery point are atomics so delayed fetches can check them without locking.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
@@ -552,6 +552,29 @@ impl Log {
             .producer_state
             .first_unstable_offset()
             .map_or(hw, |first| first.min(hw))
+    }
+
+    /// The aborted transactions whose data starts below `end_offset`: what the cleaner
+    /// discards.
+    pub(crate) fn aborted_txns_below(&self, end_offset: i64) -> Vec<AbortedTxn> {
+        self.read_state()
+            .0
+            .aborted
+            .values()
+            .filter(|t| t.first_offset < end_offset)
+            .copied()
+            .collect()
+    }
+
+    /// The last offset of each producer's latest batch: the cleaner keeps those batches
+    /// (empty if need be) so the producer's sequence survives compaction.
+    pub(crate) fn producer_last_offsets(&self) -> HashMap<i64, i64> {
+        self.read_state()
+            .0
+            .producer_state
+            .entries()
+            .filter_map(|e| e.batches.back().map(|b| (e.producer_id, b.last_offset)))
+            .collect()
     }
 
     /// `(producer_id, first_offset)` of the aborted transactions with data in

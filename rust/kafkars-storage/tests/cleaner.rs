@@ -351,3 +351,104 @@ fn retention_rolls_an_expired_active_segment_then_deletes_it() {
     assert_eq!(m.cleanup_logs(clock.now_ms()).unwrap(), 1);
     assert_eq!(log.segment_base_offsets(), vec![10]);
 }
+
+/// A transactional batch of producer `pid` with `(key, value)` records.
+fn txn_batch(pid: i64, seq: i32, records: &[(u8, u8)], ts: i64) -> Vec<u8> {
+    let mut b = RecordBatchBuilder::new()
+        .producer(pid, 0, seq)
+        .transactional(true);
+    for (k, v) in records {
+        b.append(NewRecord {
+            timestamp: ts,
+            key: Some(vec![b'k', *k]),
+            value: Some(vec![b'v', *v]),
+            headers: vec![],
+        });
+    }
+    b.build().unwrap()
+}
+
+/// Data records (offset, key, value) and the number of control batches, from the start.
+fn data_and_markers(log: &Log) -> (Vec<Rec>, usize) {
+    let info = log
+        .read(log.log_start_offset(), 1 << 20, log.log_end_offset(), true)
+        .unwrap();
+    let bytes = info.records.map(|s| s.read_to_vec().unwrap()).unwrap_or_default();
+    let (mut data, mut markers) = (Vec::new(), 0);
+    for batch in kafkars_record::batches(&bytes) {
+        let batch = batch.unwrap();
+        batch.validate().unwrap();
+        if batch.is_control() {
+            markers += 1;
+            continue;
+        }
+        for r in batch.records().unwrap().iter() {
+            let r = r.unwrap();
+            data.push((r.offset, r.key.unwrap().to_vec(), r.value.map(<[u8]>::to_vec)));
+        }
+    }
+    (data, markers)
+}
+
+#[test]
+fn aborted_records_go_and_markers_follow_their_data_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let now = kafkars_storage::SystemClock.now_ms();
+    let clock = Arc::new(MockClock::new(now));
+    let m = manager(dir.path(), &clock);
+    let tp = TopicPartition::new("t", 0);
+    let log = m
+        .get_or_create_log(
+            &tp,
+            LogConfig {
+                delete_retention_ms: 60_000,
+                ..config(1 << 20)
+            },
+        )
+        .unwrap();
+    let append = |mut bytes: Vec<u8>| {
+        log.append_as_leader(&mut bytes, 0).unwrap();
+        log.set_high_watermark(log.log_end_offset());
+    };
+    // Producer 7 aborts k1, k2 (offsets 0-1, ABORT at 2); producer 8 commits k1 (3, COMMIT
+    // at 4); producer 7 then commits k3 (5, COMMIT at 6).
+    append(txn_batch(7, 0, &[(1, 1), (2, 2)], now));
+    log.append_txn_marker(7, 0, 0, false, 0).unwrap();
+    append(txn_batch(8, 0, &[(1, 9)], now));
+    log.append_txn_marker(8, 0, 0, true, 0).unwrap();
+    append(txn_batch(7, 2, &[(3, 3)], now));
+    log.append_txn_marker(7, 0, 0, true, 0).unwrap();
+    log.set_high_watermark(log.log_end_offset());
+    log.roll().unwrap();
+
+    let stats = clean(&m, false).unwrap();
+    assert_eq!(stats.aborted_records_removed, 2);
+    let committed = vec![
+        (3, b"k\x01".to_vec(), Some(b"v\x09".to_vec())),
+        (5, b"k\x03".to_vec(), Some(b"v\x03".to_vec())),
+    ];
+    // Markers stay within delete.retention.ms.
+    assert_eq!(data_and_markers(&log), (committed.clone(), 3));
+    // Past it, the ABORT marker (no records left) goes; the COMMIT markers of
+    // transactions with records stay.
+    clock.advance(61_000);
+    let stats = clean(&m, true).unwrap();
+    assert_eq!(stats.markers_removed, 1);
+    assert_eq!(data_and_markers(&log), (committed, 2));
+    assert_eq!(log.log_end_offset(), 7);
+}
+
+#[test]
+fn an_open_transaction_is_not_cleaned() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(MockClock::new(1_700_000_000_000));
+    let m = manager(dir.path(), &clock);
+    let tp = TopicPartition::new("t", 0);
+    let log = m.get_or_create_log(&tp, config(1 << 20)).unwrap();
+    let mut open = txn_batch(7, 0, &[(1, 1)], clock.now_ms());
+    log.append_as_leader(&mut open, 0).unwrap();
+    fill(&log, &[(1, Some(2))], 1, clock.now_ms());
+    // The last stable offset is 0 (producer 7's transaction is open): nothing is dirty.
+    assert_eq!(log.last_stable_offset(), 0);
+    assert!(clean(&m, true).is_none());
+}
