@@ -106,7 +106,8 @@ class GroupMetadataManager(GroupStore):
         self.replica_manager = replica_manager
         self.num_partitions = int(config.get("offsets.topic.num.partitions"))
         self._create_lock = threading.Lock()
-        self._append_lock = threading.Lock()
+        # Transactional offset commits, one lock per partition slot (plain commits need none).
+        self._append_locks = [threading.Lock() for _ in range(64)]
         self._topic_ready = False
         # The consumer-protocol group records found by `load`, last value per key.
         self.consumer_group_records: dict[bytes, bytes] = {}
@@ -141,10 +142,10 @@ class GroupMetadataManager(GroupStore):
         self.ensure_topic()
         now = int(time.time() * 1000)
         data = codec.build_batch([(k, v, now, []) for k, v in batch], compression="none")
-        with self._append_lock:
-            self.replica_manager.append(
-                GROUP_METADATA_TOPIC_NAME, self.partition_for(group_id), _core.RecordSet(data)
-            )
+        # No lock: the partition's log orders concurrent appends itself.
+        self.replica_manager.append(
+            GROUP_METADATA_TOPIC_NAME, self.partition_for(group_id), _core.RecordSet(data)
+        )
 
     def append_transactional(
         self, group_id: str, batch: list[Record], producer_id: int, producer_epoch: int
@@ -152,7 +153,8 @@ class GroupMetadataManager(GroupStore):
         self.ensure_topic()
         now = int(time.time() * 1000)
         partition = self.partition_for(group_id)
-        with self._append_lock:
+        # The sequence is read, then written: one writer per partition at a time.
+        with self._append_locks[partition % len(self._append_locks)]:
             # The log checks the producer's sequence as for any transactional write.
             partition_log = self.replica_manager.get_partition(
                 GROUP_METADATA_TOPIC_NAME, partition
