@@ -5,6 +5,7 @@ log must hold every record exactly once."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import struct
 import threading
@@ -46,10 +47,8 @@ def hang_up(*sockets: socket.socket) -> None:
     """Closes the connections; shutdown() first, because a thread blocked reading a
     socket keeps the connection open through a plain close()."""
     for s in sockets:
-        try:
+        with contextlib.suppress(OSError):
             s.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
         s.close()
 
 
