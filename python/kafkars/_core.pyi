@@ -309,12 +309,27 @@ class DelayedOperations:
         topics: list[tuple[str, Any, list[tuple[int, Partition | None, int, int, int]]]],
         quota: Callable[[int], int] | None = None,
     ) -> None: ...
-    def watch_produce(
+    def produce(
         self,
         request: Request,
-        response: Mapping[str, Any],
-        pending: list[tuple[int, int, Partition, int]],
+        acks: int,
         timeout_ms: int,
+        topics: list[
+            tuple[
+                str,
+                list[
+                    tuple[
+                        int,
+                        Partition | None,
+                        int,
+                        str | None,
+                        list[tuple[int, str]],
+                        RecordSet | None,
+                    ]
+                ],
+            ]
+        ],
+        throttle_time_ms: int = 0,
     ) -> None: ...
     def take_isr_changes(self) -> list[tuple[str, int, list[int]]]: ...
     delayed_fetches: int

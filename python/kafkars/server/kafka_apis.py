@@ -163,25 +163,37 @@ class KafkaApis:
         self.request_count: dict[int, int] = {}
         self.request_time_ns: dict[int, int] = {}
 
-    def _throttle(self, request: Any, key: int, response: dict[str, Any], took_ns: int) -> None:
-        """Records the request against its client's quotas; over quota, the response
-        carries the throttle time and the connection is muted for it (KIP-219)."""
+    def _throttle(
+        self, request: Any, key: int, response: dict[str, Any] | None, took_ns: int
+    ) -> None:
+        """Records the request's handler time against its client's request quota; over
+        quota, the response (if Python still holds it) carries the throttle time and the
+        connection is muted for it (KIP-219)."""
         principal = request.principal or "User:ANONYMOUS"
         user = principal.split(":", 1)[-1]
         client = request.client_id or ""
         now = int(time.time() * 1000)
         manager = self.quota_manager
         throttle = manager.record(REQUEST_PERCENTAGE, user, client, took_ns / 1e6, now)
-        if key == ApiKey.PRODUCE:
-            size = sum(
-                len(p["records"] or b"")
-                for t in request.body["topic_data"]
-                for p in t["partition_data"]
-            )
-            throttle = max(throttle, manager.record(PRODUCER_BYTE_RATE, user, client, size, now))
-        if throttle > 0 and "throttle_time_ms" in response:
-            response["throttle_time_ms"] = max(response["throttle_time_ms"], throttle)
+        if throttle > 0:
+            if response is not None and "throttle_time_ms" in response:
+                response["throttle_time_ms"] = max(response["throttle_time_ms"], throttle)
             request.throttle(throttle)
+
+    def record_produce_bytes(self, request: Any) -> int:
+        """Records a Produce request's record bytes against its client's producer quota
+        (before the Rust append answers it); returns the throttle time in ms, which the
+        response carries and the connection is muted for (KIP-219)."""
+        principal = request.principal or "User:ANONYMOUS"
+        user = principal.split(":", 1)[-1]
+        client = request.client_id or ""
+        now = int(time.time() * 1000)
+        size = sum(
+            len(p["records"] or b"")
+            for t in request.body["topic_data"]
+            for p in t["partition_data"]
+        )
+        return self.quota_manager.record(PRODUCER_BYTE_RATE, user, client, size, now)
 
     def record_fetch_bytes(self, request: Any, size: int) -> int:
         """Records a Fetch response's bytes against its client's consumer quota (called
@@ -246,7 +258,7 @@ class KafkaApis:
             return None
         try:
             response = handler(self, request)
-            if response is not None and self.quota_store.entities():
+            if self.quota_store.entities():
                 self._throttle(request, key, response, time.perf_counter_ns() - started)
             if response is not None:
                 # Answered here rather than returned, so a response that does not encode

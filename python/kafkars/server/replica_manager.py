@@ -154,6 +154,10 @@ class ReplicaManager:
                     self.delayed.check_and_complete(tp[0], tp[1])
             self._timestamp_limits.pop(topic, None)
 
+    def timestamp_limits(self, topic: str) -> TimestampLimits | None:
+        """The CreateTime bounds appends to `topic` are checked against, if any."""
+        return self._timestamp_limits.get(topic)
+
     def get_partition(self, topic: str, partition: int) -> Any:
         """The partition, if this broker leads it (Kafka's getPartitionOrException with
         the leader check every client-facing request makes)."""

@@ -13,7 +13,9 @@ use kafka_protocol::ResponseError;
 use kafka_protocol::messages::fetch_response::{
     AbortedTransaction, FetchResponse, FetchableTopicResponse, PartitionData,
 };
-use kafka_protocol::messages::produce_response::ProduceResponse;
+use kafka_protocol::messages::produce_response::{
+    BatchIndexAndErrorMessage, PartitionProduceResponse, ProduceResponse, TopicProduceResponse,
+};
 use kafka_protocol::messages::{BrokerId, ProducerId, ResponseKind, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use kafkars_server::FileRegion;
@@ -29,7 +31,7 @@ use uuid::Uuid;
 
 use crate::network::{PendingReply, PyRequest};
 use crate::partition::PyPartition;
-use crate::protocol::FromPy;
+use crate::protocol::{FromPy, RecordSet};
 use crate::splice::placeholder_for;
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -431,6 +433,53 @@ pub(crate) struct DelayedOperations {
 
 type PlannedPartition = (i32, Option<Py<PyPartition>>, i16, i64, i32);
 
+/// One partition of a Produce as Python planned it: `(index, Partition or None,
+/// error_code, error_message, record_errors, records)`; a non-zero code answers the
+/// partition with it and nothing is appended.
+type PlannedAppend = (
+    i32,
+    Option<Py<PyPartition>>,
+    i16,
+    Option<String>,
+    Vec<(i32, String)>,
+    Option<Py<RecordSet>>,
+);
+
+/// Why a partition is answered without an append: code, message, record errors.
+type PlannedError = (i16, Option<String>, Vec<(i32, String)>);
+
+/// A partition's append, resolved off the Python objects.
+struct AppendSpec {
+    index: i32,
+    target: Result<Arc<Partition>, PlannedError>,
+    records: Bytes,
+}
+
+fn partition_error(
+    index: i32,
+    code: i16,
+    message: Option<String>,
+    record_errors: Vec<(i32, String)>,
+) -> PartitionProduceResponse {
+    PartitionProduceResponse::default()
+        .with_index(index)
+        .with_error_code(code)
+        .with_base_offset(-1)
+        .with_log_append_time_ms(-1)
+        .with_log_start_offset(-1)
+        .with_error_message(message.map(StrBytes::from_string))
+        .with_record_errors(
+            record_errors
+                .into_iter()
+                .map(|(batch_index, message)| {
+                    BatchIndexAndErrorMessage::default()
+                        .with_batch_index(batch_index)
+                        .with_batch_index_error_message(Some(StrBytes::from_string(message)))
+                })
+                .collect(),
+        )
+}
+
 #[pymethods]
 impl DelayedOperations {
     #[new]
@@ -531,55 +580,120 @@ impl DelayedOperations {
         Ok(())
     }
 
-    /// Answers `request` (an acks=all Produce) with `response` (a ProduceResponse dict)
-    /// once every partition in `pending` has its high watermark at the required offset,
-    /// or `timeout_ms` passes (REQUEST_TIMED_OUT for those still short). `pending`:
-    /// `[(topic_position, partition_position, Partition, required_offset)]`, positions in
-    /// `response`'s lists.
-    fn watch_produce(
+    /// Appends a Produce's partitions as their leader and answers it: at once for
+    /// acks=1, not at all for acks=0, and for acks=-1 once every appended partition's
+    /// high watermark reaches its append (or `timeout_ms` passes). `topics`: `[(name,
+    /// [PlannedAppend])]` in request order. The whole append runs without the GIL.
+    #[pyo3(signature = (request, acks, timeout_ms, topics, throttle_time_ms = 0))]
+    fn produce(
         &self,
         py: Python<'_>,
         request: &PyRequest,
-        response: &Bound<'_, PyAny>,
-        pending: Vec<(usize, usize, Py<PyPartition>, i64)>,
+        acks: i16,
         timeout_ms: i64,
+        topics: Vec<(String, Vec<PlannedAppend>)>,
+        throttle_time_ms: i32,
     ) -> PyResult<()> {
-        let ResponseKind::Produce(response) =
-            crate::protocol::response_from_py(kafka_protocol::messages::ApiKey::Produce, response)?
-        else {
-            unreachable!("a Produce response converts to ResponseKind::Produce")
-        };
-        let pending: Vec<PendingPartition> = pending
+        let topics: Vec<(String, Vec<AppendSpec>)> = topics
             .into_iter()
-            .map(
-                |(topic, partition, handle, required_offset)| PendingPartition {
-                    topic,
-                    partition,
-                    target: Arc::clone(&handle.get().inner),
-                    required_offset,
-                    done: false,
-                },
-            )
-            .collect();
-        let keys: Vec<TopicPartition> = pending
-            .iter()
-            .map(|p| p.target.topic_partition().clone())
+            .map(|(name, partitions)| {
+                let specs = partitions
+                    .into_iter()
+                    .map(|(index, handle, code, message, record_errors, records)| {
+                        let records = records.map_or_else(Bytes::new, |r| r.get().bytes().clone());
+                        let target = match handle {
+                            Some(h) if code == 0 => Ok(Arc::clone(&h.get().inner)),
+                            _ => Err((code, message, record_errors)),
+                        };
+                        AppendSpec {
+                            index,
+                            target,
+                            records,
+                        }
+                    })
+                    .collect();
+                (name, specs)
+            })
             .collect();
         let mut reply = request.take_reply()?;
-        reply.mark_waiting();
-        let op = Arc::new(DelayedProduce {
-            state: OperationState::new(),
-            delay_ms: timeout_ms.max(0) as u64,
-            pending: Mutex::new(pending),
-            reply: Mutex::new(Some((reply, response))),
-        });
+        if throttle_time_ms > 0 {
+            reply.throttle(throttle_time_ms as u64);
+        }
         let watchers = Arc::clone(&self.inner);
         py.detach(move || {
-            if keys.is_empty() {
-                op.force_complete();
-            } else {
-                watchers.produce.try_complete_else_watch(&op, &keys);
+            let mut pending = Vec::new();
+            let responses = topics
+                .into_iter()
+                .enumerate()
+                .map(|(t, (name, specs))| {
+                    let partitions = specs
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, spec)| {
+                            let partition = match spec.target {
+                                Ok(partition) => partition,
+                                Err((code, message, errors)) => {
+                                    return partition_error(spec.index, code, message, errors);
+                                }
+                            };
+                            // Offsets are assigned in a private copy: the request buffer
+                            // is shared and immutable.
+                            let mut owned = spec.records.to_vec();
+                            match partition.append_records_to_leader(&mut owned, acks) {
+                                Ok(info) => {
+                                    if acks == -1 {
+                                        pending.push(PendingPartition {
+                                            topic: t,
+                                            partition: i,
+                                            target: Arc::clone(&partition),
+                                            required_offset: info.last_offset + 1,
+                                            done: false,
+                                        });
+                                    }
+                                    PartitionProduceResponse::default()
+                                        .with_index(spec.index)
+                                        .with_base_offset(info.first_offset)
+                                        .with_log_append_time_ms(info.log_append_time)
+                                        .with_log_start_offset(info.log_start_offset)
+                                }
+                                Err(e) => partition_error(
+                                    spec.index,
+                                    e.kafka_error_code(),
+                                    Some(e.to_string()),
+                                    Vec::new(),
+                                ),
+                            }
+                        })
+                        .collect();
+                    TopicProduceResponse::default()
+                        .with_name(TopicName(StrBytes::from_string(name)))
+                        .with_partition_responses(partitions)
+                })
+                .collect();
+            if acks == 0 {
+                // The client expects no answer; errors reach it as metadata refreshes.
+                reply.send_no_response();
+                return;
             }
+            let response = ProduceResponse::default()
+                .with_responses(responses)
+                .with_throttle_time_ms(throttle_time_ms);
+            if pending.is_empty() {
+                reply.send(|| ResponseKind::Produce(response));
+                return;
+            }
+            reply.mark_waiting();
+            let keys: Vec<TopicPartition> = pending
+                .iter()
+                .map(|p| p.target.topic_partition().clone())
+                .collect();
+            let op = Arc::new(DelayedProduce {
+                state: OperationState::new(),
+                delay_ms: timeout_ms.max(0) as u64,
+                pending: Mutex::new(pending),
+                reply: Mutex::new(Some((reply, response))),
+            });
+            watchers.produce.try_complete_else_watch(&op, &keys);
         });
         Ok(())
     }

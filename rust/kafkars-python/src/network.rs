@@ -99,6 +99,11 @@ impl PendingReply {
         self.responder.mark_handled();
     }
 
+    /// Answers nothing (Produce with acks=0); later responses on the connection proceed.
+    pub(crate) fn send_no_response(self) {
+        self.responder.send(Response::NoResponse);
+    }
+
     /// Mutes the connection for `throttle_ms` after this response (KIP-219).
     pub(crate) fn throttle(&self, throttle_ms: u64) {
         self.context
