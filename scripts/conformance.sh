@@ -43,7 +43,7 @@ DATA=$(mktemp -d)
   --override transaction.state.log.min.isr=1 --override transaction.max.timeout.ms=900000 \
   > "$DATA/broker.log" 2>&1 &
 BROKER=$!
-trap 'kill $BROKER 2>/dev/null; wait $BROKER 2>/dev/null; rm -rf "$DATA"' EXIT
+trap 'kill $BROKER 2>/dev/null; wait $BROKER 2>/dev/null; [ -n "${KEEP_LOGS:-}" ] || rm -rf "$DATA"' EXIT
 for _ in $(seq 300); do [ -f "$DATA/ready.json" ] && break; sleep 0.1; done
 
 cd "$CACHE/src/tests"

@@ -373,7 +373,10 @@ fn data_and_markers(log: &Log) -> (Vec<Rec>, usize) {
     let info = log
         .read(log.log_start_offset(), 1 << 20, log.log_end_offset(), true)
         .unwrap();
-    let bytes = info.records.map(|s| s.read_to_vec().unwrap()).unwrap_or_default();
+    let bytes = info
+        .records
+        .map(|s| s.read_to_vec().unwrap())
+        .unwrap_or_default();
     let (mut data, mut markers) = (Vec::new(), 0);
     for batch in kafkars_record::batches(&bytes) {
         let batch = batch.unwrap();
@@ -384,7 +387,11 @@ fn data_and_markers(log: &Log) -> (Vec<Rec>, usize) {
         }
         for r in batch.records().unwrap().iter() {
             let r = r.unwrap();
-            data.push((r.offset, r.key.unwrap().to_vec(), r.value.map(<[u8]>::to_vec)));
+            data.push((
+                r.offset,
+                r.key.unwrap().to_vec(),
+                r.value.map(<[u8]>::to_vec),
+            ));
         }
     }
     (data, markers)
