@@ -92,8 +92,8 @@ def test_follower_copies_the_leader_and_acks_all_waits_for_it(
     follower = follow(b, a, leader_id=1, epoch=1)
     produce(a, 50, "1", "a")
     wait_for(lambda: follower.log.log_end_offset == 50 and follower.high_watermark == 50)
-    # The follower reached the high watermark on a fetch: it joined the ISR.
-    assert leader.isr == [1, 2]
+    # The follower's next fetch reaches the high watermark: it joins the ISR.
+    wait_for(lambda: leader.isr == [1, 2])
     assert a._server.replica_manager.take_isr_expansions() == [(TOPIC, 0, [1, 2])]
     # The follower holds the leader's batches byte for byte (offsets, epochs, CRCs).
     assert log_bytes(follower) == log_bytes(leader)
