@@ -7,7 +7,10 @@
 # Builds librdkafka 2.0.2 from Debian's source package once into .cache/librdkafka
 # (about 7 minutes on 2 cores), starts a broker with the settings the suite assumes,
 # runs each test in its own process (-E: no sockem fault injection, -L: no local mock
-# cluster) and writes the outcome to conformance/results.txt.
+# cluster) and writes the outcome to conformance/results.txt. The broker runs the ACL
+# authorizer with allow.everyone.if.no.acl.found=true (the ACL tests add deny rules), and
+# KAFKA_PATH points at shims that run kafkars-topics/-acls/-configs for tests that call
+# Kafka's CLI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -41,6 +44,8 @@ DATA=$(mktemp -d)
   --override group.min.session.timeout.ms=1000 --override group.initial.rebalance.delay.ms=0 \
   --override offsets.topic.replication.factor=1 --override transaction.state.log.replication.factor=1 \
   --override transaction.state.log.min.isr=1 --override transaction.max.timeout.ms=900000 \
+  --override authorizer.class.name=kafka.security.authorizer.AclAuthorizer \
+  --override allow.everyone.if.no.acl.found=true \
   > "$DATA/broker.log" 2>&1 &
 BROKER=$!
 trap 'kill $BROKER 2>/dev/null; wait $BROKER 2>/dev/null; [ -n "${KEEP_LOGS:-}" ] || rm -rf "$DATA"' EXIT
@@ -49,6 +54,8 @@ for _ in $(seq 300); do [ -f "$DATA/ready.json" ] && break; sleep 0.1; done
 cd "$CACHE/src/tests"
 printf 'bootstrap.servers=127.0.0.1:9092\nbroker.address.family=v4\n' > test.conf
 export LD_LIBRARY_PATH=../src:../src-cpp TEST_KAFKA_VERSION=3.9.0
+# Tests that run Kafka's CLI (kafka-topics.sh, kafka-acls.sh) get ours through shims.
+export KAFKA_PATH=$ROOT/conformance/kafka-bin BROKERS=127.0.0.1:9092
 mkdir -p "$ROOT/conformance"
 results=${RESULTS:-$ROOT/conformance/results.txt}
 : > "$results"
