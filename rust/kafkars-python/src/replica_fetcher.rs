@@ -146,8 +146,17 @@ impl LeaderConnection {
             .ok()
             .filter(|s| *s <= MAX_RESPONSE)
             .ok_or_else(|| invalid("response size out of range".into()))?;
-        let mut body = vec![0u8; size];
-        self.stream.read_exact(&mut body)?;
+        // The buffer grows with the bytes that arrive, not with the size the peer claims.
+        let mut body = Vec::new();
+        (&mut self.stream)
+            .take(size as u64)
+            .read_to_end(&mut body)?;
+        if body.len() != size {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "the leader closed the connection mid-response",
+            ));
+        }
         parse_response(Bytes::from(body), api, version, self.correlation_id)
             .map_err(|e| invalid(e.to_string()))
     }
