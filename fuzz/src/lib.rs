@@ -264,8 +264,8 @@ pub fn log_recovery(data: &[u8]) {
         clock(),
     ) {
         exercise_log(&log);
-        let mut batch = valid_batch();
-        let _ = log.append_as_leader(&mut batch, 0);
+        let batch = valid_batch();
+        let _ = log.append_as_leader(&batch, 0);
         exercise_log(&log);
     }
     clean(dir.parent().unwrap_or(&dir));
@@ -287,11 +287,10 @@ pub fn log_append(data: &[u8]) {
         clean(dir.parent().unwrap_or(&dir));
         return;
     };
-    let mut records = data.to_vec();
-    let _ = log.append_as_leader(&mut records, 0);
+    let _ = log.append_as_leader(data, 0);
     let mut records = data.to_vec();
     fix_crcs(&mut records);
-    let _ = log.append_as_leader(&mut records, 0);
+    let _ = log.append_as_leader(&records, 0);
     exercise_log(&log);
     drop(log);
     clean(dir.parent().unwrap_or(&dir));

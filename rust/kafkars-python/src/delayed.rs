@@ -636,10 +636,9 @@ impl DelayedOperations {
                                     return partition_error(spec.index, code, message, errors);
                                 }
                             };
-                            // Offsets are assigned in a private copy: the request buffer
-                            // is shared and immutable.
-                            let mut owned = spec.records.to_vec();
-                            match partition.append_records_to_leader(&mut owned, acks) {
+                            // Offsets go into copies of the batch headers; the records
+                            // are written from the request buffer itself.
+                            match partition.append_records_to_leader(&spec.records, acks) {
                                 Ok(info) => {
                                     if acks == -1 {
                                         pending.push(PendingPartition {

@@ -148,13 +148,7 @@ impl PyPartition {
     ) -> PyResult<PyLogAppendInfo> {
         let bytes = records.bytes().clone();
         let info = py
-            .detach(|| {
-                // The request buffer is shared and immutable; offsets are assigned in a
-                // private copy (one memcpy in Rust) that is then written to the segment.
-                let mut owned = bytes.to_vec();
-                self.inner
-                    .append_records_to_leader(&mut owned, required_acks)
-            })
+            .detach(|| self.inner.append_records_to_leader(&bytes, required_acks))
             .map_err(log_error)?;
         Ok(append_info(&info))
     }
@@ -186,8 +180,8 @@ impl PyPartition {
         let bytes = records.bytes().clone();
         let info = py
             .detach(|| {
-                let mut owned = bytes.to_vec();
-                self.inner.append_records_as_follower(&mut owned)
+                let owned = bytes.to_vec();
+                self.inner.append_records_as_follower(&owned)
             })
             .map_err(log_error)?;
         Ok(append_info(&info))

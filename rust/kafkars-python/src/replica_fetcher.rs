@@ -387,13 +387,12 @@ fn fetch_once(
             }
             let records = data.records.unwrap_or_default();
             let whole = whole_batches(&records);
-            if whole > 0 {
-                let mut owned = records[..whole].to_vec();
-                if let Err(e) = partition.append_records_as_follower(&mut owned) {
-                    tracing::error!(partition = %tp, error = %e, "follower append failed");
-                    delay(shared, &tp, state, config.backoff);
-                    continue;
-                }
+            if whole > 0
+                && let Err(e) = partition.append_records_as_follower(&records[..whole])
+            {
+                tracing::error!(partition = %tp, error = %e, "follower append failed");
+                delay(shared, &tp, state, config.backoff);
+                continue;
             }
             partition.update_follower_high_watermark(data.high_watermark);
             if data.log_start_offset > partition.log().log_start_offset() {

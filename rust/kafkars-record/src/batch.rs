@@ -532,11 +532,17 @@ pub fn set_partition_leader_epoch(batch: &mut [u8], epoch: i32) {
 /// If `batch` is shorter than a batch header.
 pub fn set_log_append_time(batch: &mut [u8], timestamp: i64) {
     check_header(batch);
-    let attributes = i16::from_be_bytes([batch[ATTRIBUTES_OFFSET], batch[ATTRIBUTES_OFFSET + 1]])
-        | TIMESTAMP_TYPE_MASK;
-    batch[ATTRIBUTES_OFFSET..ATTRIBUTES_OFFSET + 2].copy_from_slice(&attributes.to_be_bytes());
-    batch[MAX_TIMESTAMP_OFFSET..MAX_TIMESTAMP_OFFSET + 8].copy_from_slice(&timestamp.to_be_bytes());
+    set_append_time_fields(batch, timestamp);
     write_crc(batch);
+}
+
+/// The header fields of [`set_log_append_time`], leaving the CRC to the caller.
+pub(crate) fn set_append_time_fields(header: &mut [u8], timestamp: i64) {
+    let attributes = i16::from_be_bytes([header[ATTRIBUTES_OFFSET], header[ATTRIBUTES_OFFSET + 1]])
+        | TIMESTAMP_TYPE_MASK;
+    header[ATTRIBUTES_OFFSET..ATTRIBUTES_OFFSET + 2].copy_from_slice(&attributes.to_be_bytes());
+    header[MAX_TIMESTAMP_OFFSET..MAX_TIMESTAMP_OFFSET + 8]
+        .copy_from_slice(&timestamp.to_be_bytes());
 }
 
 /// Recomputes and stores the CRC of a batch whose covered bytes changed.

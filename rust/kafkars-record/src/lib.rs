@@ -11,7 +11,8 @@
 //! ```
 //!
 //! baseOffset and partitionLeaderEpoch lie outside the CRC, so a leader assigns
-//! offsets in place with [`set_base_offset`] and [`set_partition_leader_epoch`].
+//! offsets in place with [`set_base_offset`] and [`set_partition_leader_epoch`], or in
+//! header copies with [`PatchedBatches`] to write a produce request's records uncopied.
 //!
 //! ```
 //! use kafkars_record::{Compression, NewRecord, RecordBatch, RecordBatchBuilder, batches};
@@ -40,6 +41,7 @@ pub mod compression;
 mod control;
 mod crc;
 mod error;
+mod patched;
 mod record;
 mod streaming;
 mod varint;
@@ -56,4 +58,5 @@ pub use control::{
 };
 pub use crc::crc32c;
 pub use error::RecordError;
+pub use patched::PatchedBatches;
 pub use record::{Header, RecordIter, RecordRef, Records};

@@ -13,9 +13,8 @@ use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use kafkars_record::compression::decompression_limit;
 use kafkars_record::{
-    Compression, ControlRecordType, EndTransactionMarker, RecordBatch, RecordError, TimestampType,
-    batches, control_record_type, recompress, set_base_offset, set_log_append_time,
-    set_partition_leader_epoch,
+    Compression, ControlRecordType, EndTransactionMarker, PatchedBatches, RecordError,
+    TimestampType, batches, control_record_type, recompress,
 };
 
 use crate::config::{Clock, LogConfig, TopicCompression};
@@ -495,17 +494,18 @@ impl Log {
             .end_offset_for(requested_epoch, self.log_end_offset())
     }
 
-    /// Validates produced batches, assigns offsets in place and appends them.
-    pub fn append_as_leader(&self, records: &mut [u8], leader_epoch: i32) -> Result<LogAppendInfo> {
+    /// Validates produced batches, assigns offsets and appends them. The offsets go into
+    /// copies of the batch headers; `records` itself is written as it is.
+    pub fn append_as_leader(&self, records: &[u8], leader_epoch: i32) -> Result<LogAppendInfo> {
         self.append(records, Some(leader_epoch))
     }
 
     /// Appends batches that already carry offsets (replication), keeping them.
-    pub fn append_as_follower(&self, records: &mut [u8]) -> Result<LogAppendInfo> {
+    pub fn append_as_follower(&self, records: &[u8]) -> Result<LogAppendInfo> {
         self.append(records, None)
     }
 
-    fn append(&self, records: &mut [u8], leader_epoch: Option<i32>) -> Result<LogAppendInfo> {
+    fn append(&self, records: &[u8], leader_epoch: Option<i32>) -> Result<LogAppendInfo> {
         let origin = match leader_epoch {
             Some(_) => AppendOrigin::Client,
             None => AppendOrigin::Replication,
@@ -532,14 +532,14 @@ impl Log {
             },
             coordinator_epoch,
         };
-        let mut batch = marker.build_batch(
+        let batch = marker.build_batch(
             0,
             self.clock.now_ms(),
             leader_epoch,
             producer_id,
             producer_epoch,
         )?;
-        let result = self.append_locked(&mut batch, Some(leader_epoch), AppendOrigin::Coordinator);
+        let result = self.append_locked(&batch, Some(leader_epoch), AppendOrigin::Coordinator);
         self.offline_on_io_error(result)
     }
 
@@ -591,7 +591,7 @@ impl Log {
 
     fn append_locked(
         &self,
-        records: &mut [u8],
+        records: &[u8],
         leader_epoch: Option<i32>,
         origin: AppendOrigin,
     ) -> Result<LogAppendInfo> {
@@ -707,14 +707,7 @@ impl Log {
         } else {
             None
         };
-        let mut owned;
-        let bytes: &mut [u8] = match recompressed {
-            Some(v) => {
-                owned = v;
-                &mut owned
-            }
-            None => records,
-        };
+        let bytes: &[u8] = recompressed.as_deref().unwrap_or(records);
         if bytes.len() > config.segment_bytes as usize {
             return Err(LogError::RecordBatchTooLarge {
                 size: bytes.len(),
@@ -733,37 +726,49 @@ impl Log {
         let log_append_time = (config.message_timestamp_type == TimestampType::LogAppendTime
             && leader_epoch.is_some())
         .then_some(now);
-        let mut pos = 0;
-        while pos < bytes.len() {
-            let size = RecordBatch::new(&bytes[pos..])?.size_in_bytes();
-            let batch_bytes = &mut bytes[pos..pos + size];
-            if let Some(epoch) = leader_epoch {
-                set_base_offset(batch_bytes, next);
-                set_partition_leader_epoch(batch_bytes, epoch);
-                if let Some(t) = log_append_time {
-                    set_log_append_time(batch_bytes, t);
+        // The leader's changes go into header copies; the records are written from
+        // `bytes` as they are.
+        let mut patched = PatchedBatches::new(bytes)?;
+        let mut base_offsets = Vec::with_capacity(patched.count());
+        for (i, batch) in batches(bytes).enumerate() {
+            let batch = batch?;
+            let (base_offset, epoch, batch_max_timestamp) = match leader_epoch {
+                Some(epoch) => {
+                    patched.assign(i, next, epoch);
+                    let max = match log_append_time {
+                        Some(t) => {
+                            patched.set_log_append_time(i, t);
+                            t
+                        }
+                        None => batch.max_timestamp(),
+                    };
+                    (next, epoch, max)
                 }
-            }
-            let batch = RecordBatch::new(batch_bytes)?;
-            if batch.base_offset() < next {
+                None => (
+                    batch.base_offset(),
+                    batch.partition_leader_epoch(),
+                    batch.max_timestamp(),
+                ),
+            };
+            if base_offset < next {
                 return Err(LogError::InvalidOffset(format!(
-                    "batch base offset {} is below the log end offset {next}",
-                    batch.base_offset()
+                    "batch base offset {base_offset} is below the log end offset {next}"
                 )));
             }
+            let batch_last_offset = base_offset.wrapping_add(i64::from(batch.last_offset_delta()));
             if first_offset < 0 {
-                first_offset = batch.base_offset();
+                first_offset = base_offset;
             }
-            if batch.max_timestamp() > max_timestamp {
-                max_timestamp = batch.max_timestamp();
-                offset_of_max_timestamp = batch.last_offset();
+            if batch_max_timestamp > max_timestamp {
+                max_timestamp = batch_max_timestamp;
+                offset_of_max_timestamp = batch_last_offset;
             }
-            last_epoch = batch.partition_leader_epoch();
+            last_epoch = epoch;
             if last_epoch >= 0 {
-                epoch_starts.push((last_epoch, batch.base_offset()));
+                epoch_starts.push((last_epoch, base_offset));
             }
-            next = batch.next_offset();
-            pos += size;
+            base_offsets.push(base_offset);
+            next = batch_last_offset.wrapping_add(1);
         }
         let last_offset = next - 1;
         if offset_of_max_timestamp < 0 {
@@ -794,7 +799,12 @@ impl Log {
                 active.base_offset()
             )));
         }
-        active.append(last_offset, max_timestamp, offset_of_max_timestamp, bytes)?;
+        active.append_slices(
+            last_offset,
+            max_timestamp,
+            offset_of_max_timestamp,
+            &patched.io_slices(),
+        )?;
 
         let leo_md = LogOffsetMetadata {
             message_offset: next,
@@ -809,9 +819,9 @@ impl Log {
                 ..
             } = &mut *st;
             let (_, active) = segments.iter().next_back().expect("active segment");
-            for batch in batches(bytes) {
+            for (batch, base_offset) in batches(bytes).zip(base_offsets) {
                 let batch = batch?;
-                if let Some(p) = ProducerBatch::of(&batch)
+                if let Some(p) = ProducerBatch::of(&batch).map(|p| p.at(base_offset))
                     && let Some(done) = producer_state.update(&p)
                     && control_record_type(&batch)? == Some(ControlRecordType::Abort)
                 {

@@ -280,7 +280,7 @@ impl Partition {
     /// `required_acks == -1` needs at least `min.insync.replicas` in the ISR.
     pub fn append_records_to_leader(
         &self,
-        records: &mut [u8],
+        records: &[u8],
         required_acks: i16,
     ) -> Result<LogAppendInfo> {
         let info = {
@@ -334,7 +334,7 @@ impl Partition {
     }
 
     /// Appends the leader's batches as they are (a replica fetcher's append).
-    pub fn append_records_as_follower(&self, records: &mut [u8]) -> Result<LogAppendInfo> {
+    pub fn append_records_as_follower(&self, records: &[u8]) -> Result<LogAppendInfo> {
         let info = {
             let st = self.read_state();
             if st.leader_id == self.local_broker_id {
@@ -630,7 +630,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (p, events) = partition(dir.path(), Arc::new(MockClock::new(0)));
         assert!(p.make_leader(0, vec![1], vec![1]));
-        let info = p.append_records_to_leader(&mut batch(3), -1).unwrap();
+        let info = p.append_records_to_leader(&batch(3), -1).unwrap();
         assert_eq!((info.first_offset, info.last_offset), (0, 2));
         assert_eq!(p.high_watermark(), 3);
         assert_eq!(events.0.lock().unwrap().last(), Some(&(true, true)));
@@ -641,10 +641,10 @@ mod tests {
     fn a_follower_refuses_produce_and_a_leader_refuses_follower_appends() {
         let dir = tempfile::tempdir().unwrap();
         let (p, _) = partition(dir.path(), Arc::new(MockClock::new(0)));
-        let err = p.append_records_to_leader(&mut batch(1), 1).unwrap_err();
+        let err = p.append_records_to_leader(&batch(1), 1).unwrap_err();
         assert_eq!(err.kafka_error_code(), 6);
         p.make_leader(0, vec![1], vec![1]);
-        let err = p.append_records_as_follower(&mut batch(1)).unwrap_err();
+        let err = p.append_records_as_follower(&batch(1)).unwrap_err();
         assert_eq!(err.kafka_error_code(), 6);
         assert!(p.make_follower(2, 1, vec![1, 2], vec![1, 2]));
         assert!(!p.is_leader());
@@ -661,7 +661,7 @@ mod tests {
         let (p, _) = partition(dir.path(), clock.clone());
         p.set_min_insync_replicas(2);
         p.make_leader(1, vec![1, 2, 3], vec![1, 2, 3]);
-        p.append_records_to_leader(&mut batch(5), -1).unwrap();
+        p.append_records_to_leader(&batch(5), -1).unwrap();
         assert_eq!(p.high_watermark(), 0, "followers have not fetched");
         assert_eq!(p.update_follower_fetch_state(2, 5).unwrap(), None);
         assert_eq!(p.high_watermark(), 0, "replica 3 is in the ISR and unknown");
@@ -675,9 +675,9 @@ mod tests {
         // Replica 2 goes too: acks=all is refused below min.insync.replicas=2.
         clock.advance(30_001);
         assert_eq!(p.maybe_shrink_isr(30_000), Some(vec![1]));
-        let err = p.append_records_to_leader(&mut batch(1), -1).unwrap_err();
+        let err = p.append_records_to_leader(&batch(1), -1).unwrap_err();
         assert_eq!(err.kafka_error_code(), 19);
-        p.append_records_to_leader(&mut batch(1), 1).unwrap();
+        p.append_records_to_leader(&batch(1), 1).unwrap();
         // Replica 3 catches up and rejoins.
         assert_eq!(p.check_enough_replicas_reach_offset(7), None);
         assert_eq!(

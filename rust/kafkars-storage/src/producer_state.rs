@@ -71,6 +71,15 @@ impl ProducerBatch {
         })
     }
 
+    /// The same batch written at `base_offset` (a leader assigns offsets in a header
+    /// copy, so the batch read from the request still has the producer's).
+    pub fn at(self, base_offset: i64) -> Self {
+        ProducerBatch {
+            last_offset: base_offset.wrapping_add(i64::from(self.last_offset_delta)),
+            ..self
+        }
+    }
+
     fn first_offset(&self) -> i64 {
         self.last_offset - i64::from(self.last_offset_delta)
     }

@@ -89,8 +89,8 @@ fn fill(log: &Log, records: &[(u8, Option<u8>)], per_batch: usize, ts: i64) {
                 headers: vec![],
             });
         }
-        let mut bytes = b.build().unwrap();
-        log.append_as_leader(&mut bytes, 0).unwrap();
+        let bytes = b.build().unwrap();
+        log.append_as_leader(&bytes, 0).unwrap();
         log.set_high_watermark(log.log_end_offset());
     }
     log.roll().unwrap();
@@ -224,8 +224,8 @@ fn dirty_ratio_and_compaction_lag_hold_cleaning_back() {
         value: Some(b"x".to_vec()),
         headers: vec![],
     });
-    let mut bytes = b.build().unwrap();
-    log.append_as_leader(&mut bytes, 0).unwrap();
+    let bytes = b.build().unwrap();
+    log.append_as_leader(&bytes, 0).unwrap();
     log.set_high_watermark(log.log_end_offset());
     clean(&m, true);
     assert_eq!(log.segment_base_offsets().last().copied(), active_before);
@@ -315,8 +315,8 @@ fn retention_rolls_an_expired_active_segment_then_deletes_it() {
             },
         )
         .unwrap();
-    let mut bytes = common::batch(5, now, 10);
-    log.append_as_leader(&mut bytes, 0).unwrap();
+    let bytes = common::batch(5, now, 10);
+    log.append_as_leader(&bytes, 0).unwrap();
     log.set_high_watermark(log.log_end_offset());
     assert_eq!(m.cleanup_logs(now).unwrap(), 0);
     clock.advance(1_010);
@@ -341,8 +341,8 @@ fn retention_rolls_an_expired_active_segment_then_deletes_it() {
     assert_eq!(m.delete_pending_segments(clock.now_ms()).unwrap(), 1);
     assert_eq!(deleted(&log.dir()), 0);
     // DeleteRecords moves the start; the next retention check drops the segments.
-    let mut bytes = common::batch(5, clock.now_ms(), 10);
-    log.append_as_leader(&mut bytes, 0).unwrap();
+    let bytes = common::batch(5, clock.now_ms(), 10);
+    log.append_as_leader(&bytes, 0).unwrap();
     log.set_high_watermark(log.log_end_offset());
     log.roll().unwrap();
     assert_eq!(log.delete_records(8).unwrap(), 8);
@@ -413,8 +413,8 @@ fn aborted_records_go_and_markers_follow_their_data_out() {
             },
         )
         .unwrap();
-    let append = |mut bytes: Vec<u8>| {
-        log.append_as_leader(&mut bytes, 0).unwrap();
+    let append = |bytes: Vec<u8>| {
+        log.append_as_leader(&bytes, 0).unwrap();
         log.set_high_watermark(log.log_end_offset());
     };
     // Producer 7 aborts k1, k2 (offsets 0-1, ABORT at 2); producer 8 commits k1 (3, COMMIT
@@ -452,8 +452,8 @@ fn an_open_transaction_is_not_cleaned() {
     let m = manager(dir.path(), &clock);
     let tp = TopicPartition::new("t", 0);
     let log = m.get_or_create_log(&tp, config(1 << 20)).unwrap();
-    let mut open = txn_batch(7, 0, &[(1, 1)], clock.now_ms());
-    log.append_as_leader(&mut open, 0).unwrap();
+    let open = txn_batch(7, 0, &[(1, 1)], clock.now_ms());
+    log.append_as_leader(&open, 0).unwrap();
     fill(&log, &[(1, Some(2))], 1, clock.now_ms());
     // The last stable offset is 0 (producer 7's transaction is open): nothing is dirty.
     assert_eq!(log.last_stable_offset(), 0);

@@ -3,7 +3,7 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
-use kafkars_record::{Compression, RecordBatch, TimestampType};
+use kafkars_record::{Compression, RecordBatch, TimestampType, batches};
 use kafkars_storage::log::{EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP};
 use kafkars_storage::{LogConfig, LogError, MockClock, TopicCompression};
 
@@ -13,8 +13,8 @@ fn append_and_read_round_trip_returns_whole_batches() {
     let clock = Arc::new(MockClock::new(1_000));
     let log = open(dir.path(), small_config(), true, 0, &clock);
     for i in 0..20 {
-        let mut b = batch(5, 1_000 + i * 10, 100);
-        let info = log.append_as_leader(&mut b, 3).unwrap();
+        let b = batch(5, 1_000 + i * 10, 100);
+        let info = log.append_as_leader(&b, 3).unwrap();
         assert_eq!(info.first_offset, i * 5);
         assert_eq!(info.last_offset, i * 5 + 4);
         assert_eq!(info.num_messages, 5);
@@ -60,9 +60,9 @@ fn validation_errors_map_to_kafka_codes() {
         ..small_config()
     };
     let log = open(dir.path(), config, true, 0, &clock);
-    let mut big = batch(10, 0, 100);
+    let big = batch(10, 0, 100);
     assert_eq!(
-        log.append_as_leader(&mut big, 0)
+        log.append_as_leader(&big, 0)
             .unwrap_err()
             .kafka_error_code(),
         10
@@ -71,7 +71,7 @@ fn validation_errors_map_to_kafka_codes() {
     let n = bad.len();
     bad[n - 2] ^= 0xff;
     assert_eq!(
-        log.append_as_leader(&mut bad, 0)
+        log.append_as_leader(&bad, 0)
             .unwrap_err()
             .kafka_error_code(),
         2
@@ -79,7 +79,7 @@ fn validation_errors_map_to_kafka_codes() {
     let mut trailing = batch(1, 0, 10);
     trailing.extend_from_slice(&[0, 0, 0]);
     assert_eq!(
-        log.append_as_leader(&mut trailing, 0)
+        log.append_as_leader(&trailing, 0)
             .unwrap_err()
             .kafka_error_code(),
         2
@@ -92,14 +92,14 @@ fn validation_errors_map_to_kafka_codes() {
     };
     let dir2 = tempfile::tempdir().unwrap();
     let log = open(dir2.path(), compacted, true, 0, &clock);
-    let mut keyless = batch(2, 0, 10);
+    let keyless = batch(2, 0, 10);
     assert_eq!(
-        log.append_as_leader(&mut keyless, 0)
+        log.append_as_leader(&keyless, 0)
             .unwrap_err()
             .kafka_error_code(),
         87
     );
-    log.append_as_leader(&mut keyed_batch(2, 0), 0).unwrap();
+    log.append_as_leader(&keyed_batch(2, 0), 0).unwrap();
 
     let dir3 = tempfile::tempdir().unwrap();
     let tiny_segments = LogConfig {
@@ -107,13 +107,13 @@ fn validation_errors_map_to_kafka_codes() {
         ..small_config()
     };
     let log = open(dir3.path(), tiny_segments, true, 0, &clock);
-    let mut b = batch(5, 0, 100);
+    let b = batch(5, 0, 100);
     assert!(matches!(
-        log.append_as_leader(&mut b, 0),
+        log.append_as_leader(&b, 0),
         Err(LogError::RecordBatchTooLarge { .. })
     ));
     assert_eq!(
-        log.append_as_leader(&mut batch(5, 0, 100), 0)
+        log.append_as_leader(&batch(5, 0, 100), 0)
             .unwrap_err()
             .kafka_error_code(),
         18
@@ -130,8 +130,8 @@ fn log_append_time_and_recompression() {
         ..small_config()
     };
     let log = open(dir.path(), config, true, 0, &clock);
-    let mut b = batch(3, 5, 50);
-    let info = log.append_as_leader(&mut b, 1).unwrap();
+    let b = batch(3, 5, 50);
+    let info = log.append_as_leader(&b, 1).unwrap();
     assert_eq!(info.log_append_time, 777_000);
     assert_eq!(info.target_compression, Compression::Gzip);
     let read = log.read(0, 1 << 20, 3, false).unwrap();
@@ -142,6 +142,36 @@ fn log_append_time_and_recompression() {
     assert_eq!(stored.timestamp_type(), TimestampType::LogAppendTime);
     assert_eq!(stored.max_timestamp(), 777_000);
     assert_eq!(stored.partition_leader_epoch(), 1);
+}
+
+#[test]
+fn leader_append_leaves_the_produced_bytes_as_they_are() {
+    // Offsets, epoch and LogAppendTime (with its CRC) go into header copies: the request
+    // buffer is written as it is, two batches in one append.
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(MockClock::new(888_000));
+    let config = LogConfig {
+        message_timestamp_type: TimestampType::LogAppendTime,
+        ..small_config()
+    };
+    let log = open(dir.path(), config, true, 0, &clock);
+    log.append_as_leader(&batch(2, 1, 10), 0).unwrap();
+    let produced = [batch(3, 5, 50), batch(2, 9, 50)].concat();
+    let before = produced.clone();
+    let info = log.append_as_leader(&produced, 4).unwrap();
+    assert_eq!(produced, before);
+    assert_eq!((info.first_offset, info.last_offset), (2, 6));
+    let read = log.read(2, 1 << 20, 7, false).unwrap();
+    let bytes = read.records.unwrap().read_to_vec().unwrap();
+    let stored: Vec<_> = batches(&bytes).map(Result::unwrap).collect();
+    assert_eq!(stored.len(), 2);
+    for (b, base) in stored.iter().zip([2, 5]) {
+        b.validate().unwrap();
+        assert_eq!(b.base_offset(), base);
+        assert_eq!(b.partition_leader_epoch(), 4);
+        assert_eq!(b.timestamp_type(), TimestampType::LogAppendTime);
+        assert_eq!(b.max_timestamp(), 888_000);
+    }
 }
 
 #[test]
@@ -160,7 +190,7 @@ fn roll_on_size_time_index_full_and_offset_overflow() {
         &clock,
     );
     for _ in 0..10 {
-        log.append_as_leader(&mut batch(1, 0, 200), 0).unwrap();
+        log.append_as_leader(&batch(1, 0, 200), 0).unwrap();
     }
     assert!(log.num_segments() >= 3, "{}", log.num_segments());
     for (i, base) in log.segment_base_offsets().iter().enumerate().skip(1) {
@@ -178,10 +208,10 @@ fn roll_on_size_time_index_full_and_offset_overflow() {
         0,
         &clock,
     );
-    log.append_as_leader(&mut batch(1, 10_000, 10), 0).unwrap();
-    log.append_as_leader(&mut batch(1, 10_900, 10), 0).unwrap();
+    log.append_as_leader(&batch(1, 10_000, 10), 0).unwrap();
+    log.append_as_leader(&batch(1, 10_900, 10), 0).unwrap();
     assert_eq!(log.num_segments(), 1);
-    log.append_as_leader(&mut batch(1, 11_001, 10), 0).unwrap();
+    log.append_as_leader(&batch(1, 11_001, 10), 0).unwrap();
     assert_eq!(log.num_segments(), 2);
     assert_eq!(log.segment_base_offsets(), vec![0, 2]);
     // Time without timestamps falls back to the wall clock since creation.
@@ -196,12 +226,12 @@ fn roll_on_size_time_index_full_and_offset_overflow() {
         0,
         &clock,
     );
-    log.append_as_leader(&mut batch(1, -1, 10), 0).unwrap();
+    log.append_as_leader(&batch(1, -1, 10), 0).unwrap();
     clock.advance(500);
-    log.append_as_leader(&mut batch(1, -1, 10), 0).unwrap();
+    log.append_as_leader(&batch(1, -1, 10), 0).unwrap();
     assert_eq!(log.num_segments(), 1);
     clock.advance(600);
-    log.append_as_leader(&mut batch(1, -1, 10), 0).unwrap();
+    log.append_as_leader(&batch(1, -1, 10), 0).unwrap();
     assert_eq!(log.num_segments(), 2);
     // Index full: 4 offset index entries.
     let dir = tempfile::tempdir().unwrap();
@@ -217,17 +247,17 @@ fn roll_on_size_time_index_full_and_offset_overflow() {
         &clock,
     );
     for _ in 0..12 {
-        log.append_as_leader(&mut batch(1, 0, 10), 0).unwrap();
+        log.append_as_leader(&batch(1, 0, 10), 0).unwrap();
     }
     assert!(log.num_segments() >= 3, "{}", log.num_segments());
     // Relative offset overflow: a follower append far ahead.
     let dir = tempfile::tempdir().unwrap();
     let log = open(dir.path(), small_config(), true, 0, &clock);
-    let mut b = batch(1, 0, 10);
-    log.append_as_follower(&mut b).unwrap();
+    let b = batch(1, 0, 10);
+    log.append_as_follower(&b).unwrap();
     let mut far = batch(1, 0, 10);
     kafkars_record::set_base_offset(&mut far, 1 + i64::from(i32::MAX) + 5);
-    log.append_as_follower(&mut far).unwrap();
+    log.append_as_follower(&far).unwrap();
     assert_eq!(log.segment_base_offsets(), vec![0, i64::from(i32::MAX) + 6]);
 }
 
@@ -247,7 +277,7 @@ fn fetch_offset_by_timestamp() {
     );
     for i in 0..50 {
         // Records at 1000 + 10*i .. +2 within each batch of 3.
-        log.append_as_leader(&mut batch(3, 1000 + i * 10, 80), 0)
+        log.append_as_leader(&batch(3, 1000 + i * 10, 80), 0)
             .unwrap();
     }
     assert!(log.num_segments() > 2);
@@ -299,7 +329,7 @@ fn truncate_delete_segments_and_log_start() {
         &clock,
     );
     for _ in 0..20 {
-        log.append_as_leader(&mut batch(2, 0, 100), 0).unwrap();
+        log.append_as_leader(&batch(2, 0, 100), 0).unwrap();
     }
     log.set_high_watermark(log.log_end_offset());
     let segs = log.num_segments();
@@ -329,7 +359,7 @@ fn truncate_delete_segments_and_log_start() {
     log.truncate_to(31).unwrap();
     assert_eq!(log.log_end_offset(), 30);
     assert_eq!(log.high_watermark(), 30);
-    log.append_as_leader(&mut batch(1, 0, 10), 0).unwrap();
+    log.append_as_leader(&batch(1, 0, 10), 0).unwrap();
     assert_eq!(log.log_end_offset(), 31);
     log.truncate_fully_and_start_at(500).unwrap();
     assert_eq!(
@@ -341,8 +371,8 @@ fn truncate_delete_segments_and_log_start() {
         (500, 500, 1)
     );
     // Deleting everything rolls the active segment first.
-    let mut b = batch(2, 0, 10);
-    log.append_as_leader(&mut b, 0).unwrap();
+    let b = batch(2, 0, 10);
+    log.append_as_leader(&b, 0).unwrap();
     log.set_high_watermark(502);
     assert_eq!(log.delete_segments(|_, _| true).unwrap(), 1);
     assert_eq!(log.log_start_offset(), 502);
@@ -363,11 +393,11 @@ fn flush_advances_recovery_point() {
         0,
         &clock,
     );
-    log.append_as_leader(&mut batch(4, 0, 10), 0).unwrap();
+    log.append_as_leader(&batch(4, 0, 10), 0).unwrap();
     assert_eq!(log.recovery_point(), 0);
-    log.append_as_leader(&mut batch(6, 0, 10), 0).unwrap();
+    log.append_as_leader(&batch(6, 0, 10), 0).unwrap();
     assert_eq!(log.recovery_point(), 10);
-    log.append_as_leader(&mut batch(1, 0, 10), 0).unwrap();
+    log.append_as_leader(&batch(1, 0, 10), 0).unwrap();
     log.flush(11).unwrap();
     assert_eq!(log.recovery_point(), 11);
 }
@@ -390,7 +420,7 @@ fn concurrent_appends_and_reads() {
         for _ in 0..3 {
             s.spawn(|| {
                 for _ in 0..100 {
-                    log.append_as_leader(&mut batch(2, 0, 50), 0).unwrap();
+                    log.append_as_leader(&batch(2, 0, 50), 0).unwrap();
                 }
             });
         }
@@ -422,8 +452,7 @@ fn retention_by_time_and_size() {
     };
     let log = open(dir.path(), config, true, 0, &clock);
     for i in 0..20 {
-        log.append_as_leader(&mut batch(1, i * 1000, 200), 0)
-            .unwrap();
+        log.append_as_leader(&batch(1, i * 1000, 200), 0).unwrap();
     }
     log.set_high_watermark(log.log_end_offset());
     let deleted = log.delete_retention_size_breached_segments().unwrap();
@@ -453,9 +482,7 @@ fn io_error_takes_only_that_partition_offline() {
     let broken_dir = root.path().join("t-0");
     let broken = open(&broken_dir, small_config(), true, 0, &clock);
     let healthy = open(&root.path().join("u-0"), small_config(), true, 0, &clock);
-    broken
-        .append_as_leader(&mut batch(3, 1_000, 10), 0)
-        .unwrap();
+    broken.append_as_leader(&batch(3, 1_000, 10), 0).unwrap();
     // The directory disappears under the log (a failed disk, an operator's rm -rf):
     // rolling cannot create the next segment.
     std::fs::remove_dir_all(&broken_dir).unwrap();
@@ -464,7 +491,7 @@ fn io_error_takes_only_that_partition_offline() {
     assert!(broken.is_offline());
     // Every later operation answers KAFKA_STORAGE_ERROR rather than touching the files.
     let err = broken
-        .append_as_leader(&mut batch(1, 1_000, 10), 0)
+        .append_as_leader(&batch(1, 1_000, 10), 0)
         .unwrap_err();
     assert!(matches!(err, LogError::Offline(_)), "{err}");
     assert_eq!(err.kafka_error_code(), 56);
@@ -476,9 +503,7 @@ fn io_error_takes_only_that_partition_offline() {
         56
     );
     // The other partition goes on.
-    healthy
-        .append_as_leader(&mut batch(2, 1_000, 10), 0)
-        .unwrap();
+    healthy.append_as_leader(&batch(2, 1_000, 10), 0).unwrap();
     assert!(!healthy.is_offline());
     assert_eq!(healthy.log_end_offset(), 2);
 }
@@ -504,11 +529,11 @@ fn idempotent_retries_are_answered_with_their_offsets_across_restarts() {
             ..small_config()
         };
         let log = open(dir.path(), config.clone(), true, 0, &clock);
-        log.append_as_leader(&mut batch(2, 1_000, 10), 0).unwrap();
+        log.append_as_leader(&batch(2, 1_000, 10), 0).unwrap();
         let mut sequence = 0;
         for _ in 0..8 {
             let info = log
-                .append_as_leader(&mut idempotent_batch(7, 0, sequence, 3), 0)
+                .append_as_leader(&idempotent_batch(7, 0, sequence, 3), 0)
                 .unwrap();
             assert_eq!(info.num_messages, 3);
             sequence += 3;
@@ -517,7 +542,7 @@ fn idempotent_retries_are_answered_with_their_offsets_across_restarts() {
         let leo = log.log_end_offset();
         // A retry of the last batch is not written again.
         let info = log
-            .append_as_leader(&mut idempotent_batch(7, 0, 21, 3), 0)
+            .append_as_leader(&idempotent_batch(7, 0, 21, 3), 0)
             .unwrap();
         assert_eq!((info.first_offset, info.last_offset), (leo - 3, leo - 1));
         assert_eq!(log.log_end_offset(), leo);
@@ -530,19 +555,19 @@ fn idempotent_retries_are_answered_with_their_offsets_across_restarts() {
         let log = open(dir.path(), config, clean, 0, &clock);
         assert_eq!(log.producer_state(7), Some((0, 23)));
         let info = log
-            .append_as_leader(&mut idempotent_batch(7, 0, 21, 3), 0)
+            .append_as_leader(&idempotent_batch(7, 0, 21, 3), 0)
             .unwrap();
         assert_eq!((info.first_offset, info.last_offset), (leo - 3, leo - 1));
         assert_eq!(log.log_end_offset(), leo);
         // A gap, and an old epoch, are refused with Kafka's codes.
         let err = log
-            .append_as_leader(&mut idempotent_batch(7, 0, 30, 1), 0)
+            .append_as_leader(&idempotent_batch(7, 0, 30, 1), 0)
             .unwrap_err();
         assert_eq!(err.kafka_error_code(), 45, "{err}");
-        log.append_as_leader(&mut idempotent_batch(7, 1, 0, 1), 0)
+        log.append_as_leader(&idempotent_batch(7, 1, 0, 1), 0)
             .unwrap();
         let err = log
-            .append_as_leader(&mut idempotent_batch(7, 0, 24, 1), 0)
+            .append_as_leader(&idempotent_batch(7, 0, 24, 1), 0)
             .unwrap_err();
         assert_eq!(err.kafka_error_code(), 47, "{err}");
         assert_eq!(log.log_end_offset(), leo + 1);
@@ -577,10 +602,10 @@ fn transaction_markers_move_the_last_stable_offset_and_index_aborts() {
         let clock = Arc::new(MockClock::new(1_000));
         let log = open(dir.path(), small_config(), true, 0, &clock);
         let sync = |log: &kafkars_storage::Log| log.set_high_watermark(log.log_end_offset());
-        log.append_as_leader(&mut batch(2, 1_000, 10), 0).unwrap(); // 0-1
-        log.append_as_leader(&mut transactional_batch(5, 0, 3), 0)
+        log.append_as_leader(&batch(2, 1_000, 10), 0).unwrap(); // 0-1
+        log.append_as_leader(&transactional_batch(5, 0, 3), 0)
             .unwrap(); // 2-4
-        log.append_as_leader(&mut transactional_batch(6, 0, 2), 0)
+        log.append_as_leader(&transactional_batch(6, 0, 2), 0)
             .unwrap(); // 5-6
         sync(&log);
         assert_eq!(log.last_stable_offset(), 2);
@@ -597,20 +622,20 @@ fn transaction_markers_move_the_last_stable_offset_and_index_aborts() {
         assert_eq!(log.last_stable_offset(), 9);
         assert_eq!(log.aborted_transactions(0, 9), vec![(5, 2)]);
         // A producer may not write markers itself.
-        let mut forged = kafkars_record::EndTransactionMarker {
+        let forged = kafkars_record::EndTransactionMarker {
             control_type: kafkars_record::ControlRecordType::Commit,
             coordinator_epoch: 0,
         }
         .build_batch(0, 1_000, 0, 6, 0)
         .unwrap();
         assert_eq!(
-            log.append_as_leader(&mut forged, 0)
+            log.append_as_leader(&forged, 0)
                 .unwrap_err()
                 .kafka_error_code(),
             87
         );
         // An open transaction at shutdown, and the index, come back on reopen.
-        log.append_as_leader(&mut transactional_batch(7, 0, 1), 0)
+        log.append_as_leader(&transactional_batch(7, 0, 1), 0)
             .unwrap(); // 9
         if clean {
             log.close().unwrap();
@@ -647,9 +672,9 @@ fn a_zip_bomb_is_refused_not_inflated() {
             vec![0u8; 2 << 20],
         ));
     }
-    let mut bomb = b.build().unwrap();
+    let bomb = b.build().unwrap();
     assert!(bomb.len() < 100_000, "{} bytes compressed", bomb.len());
-    let err = log.append_as_leader(&mut bomb, 0).unwrap_err();
+    let err = log.append_as_leader(&bomb, 0).unwrap_err();
     assert_eq!(err.kafka_error_code(), 2, "{err}");
     assert!(err.to_string().contains("exceed"), "{err}");
     assert_eq!(log.log_end_offset(), 0);

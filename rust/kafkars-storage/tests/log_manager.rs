@@ -133,7 +133,7 @@ fn fill(m: &LogManager, topics: &[&str]) {
                 .get_or_create_log(&TopicPartition::new(*t, p), small_config())
                 .unwrap();
             for _ in 0..30 {
-                log.append_as_leader(&mut batch(2, 5, 100), 0).unwrap();
+                log.append_as_leader(&batch(2, 5, 100), 0).unwrap();
             }
             log.set_high_watermark(log.log_end_offset());
         }
@@ -170,10 +170,10 @@ fn clean_restart_skips_recovery_and_unclean_restart_recovers() {
             }
         }
         let log = m.get_log(&TopicPartition::new("dash-ed-name", 1)).unwrap();
-        log.append_as_leader(&mut batch(2, 5, 100), 0).unwrap();
+        log.append_as_leader(&batch(2, 5, 100), 0).unwrap();
         // Crash: no shutdown, only a recovery point checkpoint from earlier.
         m.checkpoint_recovery_points().unwrap();
-        log.append_as_leader(&mut batch(2, 5, 100), 0).unwrap();
+        log.append_as_leader(&batch(2, 5, 100), 0).unwrap();
     }
     let m = manager(&[a.path(), b.path()], 1).unwrap();
     let report = m.load_logs(1, &|_| small_config()).unwrap();
@@ -195,10 +195,10 @@ fn delete_log_renames_then_removes() {
     m.load_logs(1, &|_| LogConfig::default()).unwrap();
     let tp = TopicPartition::new("gone-soon", 0);
     let log = m.get_or_create_log(&tp, LogConfig::default()).unwrap();
-    log.append_as_leader(&mut batch(1, 0, 10), 0).unwrap();
+    log.append_as_leader(&batch(1, 0, 10), 0).unwrap();
     assert!(m.delete_log(&tp).unwrap());
     assert!(m.get_log(&tp).is_none());
-    assert!(log.append_as_leader(&mut batch(1, 0, 10), 0).is_err());
+    assert!(log.append_as_leader(&batch(1, 0, 10), 0).is_err());
     let names: Vec<String> = fs::read_dir(a.path())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -229,7 +229,7 @@ fn flush_dirty_logs_by_flush_ms() {
     let log = m
         .get_or_create_log(&TopicPartition::new("f", 0), cfg)
         .unwrap();
-    log.append_as_leader(&mut batch(3, 0, 10), 0).unwrap();
+    log.append_as_leader(&batch(3, 0, 10), 0).unwrap();
     assert_eq!(m.flush_dirty_logs(1_100).unwrap(), 0);
     assert_eq!(m.flush_dirty_logs(1_600).unwrap(), 1);
     assert_eq!(log.recovery_point(), 3);

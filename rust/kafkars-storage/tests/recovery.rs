@@ -63,9 +63,9 @@ fn written_log(n: usize) -> (tempfile::TempDir, Vec<usize>) {
     );
     let mut sizes = Vec::new();
     for i in 0..n {
-        let mut b = batch(2, i as i64, 60 + i);
+        let b = batch(2, i as i64, 60 + i);
         sizes.push(b.len());
-        log.append_as_leader(&mut b, 0).unwrap();
+        log.append_as_leader(&b, 0).unwrap();
     }
     log.close().unwrap();
     (dir, sizes)
@@ -107,7 +107,7 @@ fn truncating_the_last_batch_at_every_byte_recovers_the_valid_prefix() {
         assert_eq!(all.len(), n - 1);
         assert_eq!(all.last().unwrap().1, 2 * (n as i64 - 1) - 1);
         // The log accepts appends at the right offset afterwards.
-        let info = log.append_as_leader(&mut batch(1, 0, 5), 0).unwrap();
+        let info = log.append_as_leader(&batch(1, 0, 5), 0).unwrap();
         assert_eq!(info.first_offset, 2 * (n as i64 - 1));
     }
 }
@@ -321,8 +321,8 @@ fn loads_a_kafka_written_segment() {
             .unwrap()
             .unwrap();
         assert_eq!(found.offset, 1);
-        let mut b = batch(1, 1_562_122_100_000, 3);
-        assert_eq!(log.append_as_leader(&mut b, 2).unwrap().first_offset, 2);
+        let b = batch(1, 1_562_122_100_000, 3);
+        assert_eq!(log.append_as_leader(&b, 2).unwrap().first_offset, 2);
         // Our append lands where Kafka put offset 2: position 164.
         assert_eq!(
             log.read(2, 1000, 3, false)
