@@ -7,13 +7,13 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 export JAVA_HOME ?= $(shell dirname $$(dirname $$(readlink -f $$(command -v java) 2>/dev/null)) 2>/dev/null)
 
 .DEFAULT_GOAL := help
-.PHONY: help system-deps venv dev run test test-rust test-python lint fmt bench bench-rust conformance clean
+.PHONY: help system-deps venv dev run test test-rust test-python lint fmt bench bench-rust bench-broker conformance clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
-system-deps: ## install the Debian packages the tests use (kcat; openssl makes the TLS test certificates)
-	@command -v kcat >/dev/null && command -v openssl >/dev/null || { apt-get update -qq && apt-get install -y -qq kcat openssl; }
+system-deps: ## install the Debian packages the tests use (kcat; openssl makes the TLS test certificates; zookeeper for cluster mode)
+	@command -v kcat >/dev/null && command -v openssl >/dev/null && [ -f /usr/share/java/zookeeper.jar ] || { apt-get update -qq && apt-get install -y -qq kcat openssl zookeeper; }
 
 $(VENV)/.stamp: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -68,10 +68,17 @@ fmt: venv ## format Rust and Python sources
 bench-rust: ## Criterion benches of the Rust crates
 	cargo bench --workspace --exclude kafkars-python
 
-bench: dev bench-rust ## all benchmarks (Criterion, pytest-benchmark, the broker against a real client)
+# The broker harness (bench/harness/, README "Benchmarks"): BENCH_ARGS="--quick",
+# "--scenarios produce,latency", "--peer kafka=127.0.0.1:9092", ...
+BENCH_ARGS ?=
+
+bench-broker: dev ## the broker against librdkafka's rdkafka_performance beside the loopback limits (BENCH_ARGS="--quick --peer NAME=HOST:PORT")
+	$(PY) -m bench.harness $(BENCH_ARGS)
+
+bench: dev bench-rust ## all benchmarks (Criterion, pytest-benchmark, the broker harness)
 	$(PY) -m pytest bench --benchmark-enable -q
 	$(PY) bench/test_spark_decode.py
-	$(PY) bench/broker_bench.py
+	$(PY) -m bench.harness $(BENCH_ARGS)
 	$(PY) bench/tls_bench.py
 
 conformance: dev ## librdkafka's test suite against a broker (builds librdkafka once; slow)

@@ -109,7 +109,13 @@ def required(
         return [_txn(Op.WRITE, b["transactional_id"]), _group(Op.READ, b["group_id"])]
     if api_key == k.END_TXN:
         return [_txn(Op.WRITE, b["transactional_id"])]
-    if api_key == k.WRITE_TXN_MARKERS:
+    if api_key in (
+        k.WRITE_TXN_MARKERS,
+        k.LEADER_AND_ISR,
+        k.STOP_REPLICA,
+        k.UPDATE_METADATA,
+        k.CONTROLLED_SHUTDOWN,
+    ):
         return [_cluster(Op.CLUSTER_ACTION)]
     if api_key == k.DESCRIBE_PRODUCERS:
         return _topics(Op.READ, (t["name"] for t in b["topics"]))

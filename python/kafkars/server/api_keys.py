@@ -12,6 +12,10 @@ class ApiKey(IntEnum):
     FETCH = 1
     LIST_OFFSETS = 2
     METADATA = 3
+    LEADER_AND_ISR = 4
+    STOP_REPLICA = 5
+    UPDATE_METADATA = 6
+    CONTROLLED_SHUTDOWN = 7
     OFFSET_COMMIT = 8
     OFFSET_FETCH = 9
     FIND_COORDINATOR = 10
@@ -123,13 +127,23 @@ KAFKA_4_0_VERSIONS: dict[ApiKey, tuple[int, int]] = {
 }
 
 
+# The inter-broker APIs of a ZooKeeper cluster (Kafka 4.0 dropped them with ZooKeeper):
+# the versions our controller sends, advertised only in cluster mode.
+ZK_CLUSTER_VERSIONS: dict[ApiKey, tuple[int, int]] = {
+    ApiKey.LEADER_AND_ISR: (5, 5),
+    ApiKey.STOP_REPLICA: (3, 3),
+    ApiKey.UPDATE_METADATA: (7, 7),
+    ApiKey.CONTROLLED_SHUTDOWN: (3, 3),
+}
+
+
 def advertised_versions(
     handled: set[ApiKey], codec_ranges: dict[int, tuple[int, int]]
 ) -> dict[ApiKey, tuple[int, int]]:
     """The ranges to advertise: Kafka 4.0's, clipped to the codec, for handled APIs only."""
     out: dict[ApiKey, tuple[int, int]] = {}
     for key in sorted(handled):
-        kafka = KAFKA_4_0_VERSIONS.get(key)
+        kafka = KAFKA_4_0_VERSIONS.get(key) or ZK_CLUSTER_VERSIONS.get(key)
         codec = codec_ranges.get(int(key))
         if kafka is None or codec is None:
             continue

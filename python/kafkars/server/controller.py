@@ -25,7 +25,13 @@ class Controller(Protocol):
     def validate_topic_configs(self, configs: dict[str, str]) -> None: ...
 
     def create_topic(
-        self, name: str, partitions: int, configs: dict[str, str]
+        self,
+        name: str,
+        partitions: int,
+        configs: dict[str, str],
+        *,
+        replication_factor: int = 1,
+        assignments: list[list[int]] | None = None,
     ) -> TopicMetadata: ...
 
     def delete_topic(self, name: str) -> None: ...
@@ -66,7 +72,16 @@ class LocalController:
         except Exception as e:  # ConfigException: the message names key, value and rule
             raise KafkaError(Errors.INVALID_CONFIG, str(e)) from None
 
-    def create_topic(self, name: str, partitions: int, configs: dict[str, str]) -> TopicMetadata:
+    def create_topic(
+        self,
+        name: str,
+        partitions: int,
+        configs: dict[str, str],
+        *,
+        replication_factor: int = 1,
+        assignments: list[list[int]] | None = None,
+    ) -> TopicMetadata:
+        # One broker: every replica list is [this broker] (the handlers checked it).
         topic = self._store.create(name, partitions, 1, configs)
         self._become_leader(topic)
         log.info("Created topic %s with %d partition(s), id %s", name, partitions, topic.topic_id)

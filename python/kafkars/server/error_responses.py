@@ -501,6 +501,24 @@ def _end_txn(body: Body, version: int, code: int, message: str | None) -> dict[s
     return {"throttle_time_ms": 0, "error_code": code, "producer_id": -1, "producer_epoch": -1}
 
 
+def _leader_and_isr(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
+    return {"error_code": code, "topics": []}
+
+
+def _stop_replica(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
+    return {"error_code": code, "partition_errors": []}
+
+
+def _update_metadata(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
+    return {"error_code": code}
+
+
+def _controlled_shutdown(
+    body: Body, version: int, code: int, message: str | None
+) -> dict[str, Any]:
+    return {"error_code": code, "remaining_partitions": []}
+
+
 def _write_txn_markers(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
     return {
         "markers": [
@@ -578,6 +596,10 @@ ERROR_RESPONSES: dict[ApiKey, Builder] = {
     ApiKey.END_TXN: _end_txn,
     ApiKey.TXN_OFFSET_COMMIT: _offset_commit,
     ApiKey.WRITE_TXN_MARKERS: _write_txn_markers,
+    ApiKey.LEADER_AND_ISR: _leader_and_isr,
+    ApiKey.STOP_REPLICA: _stop_replica,
+    ApiKey.UPDATE_METADATA: _update_metadata,
+    ApiKey.CONTROLLED_SHUTDOWN: _controlled_shutdown,
     ApiKey.DESCRIBE_PRODUCERS: _describe_producers,
     ApiKey.DESCRIBE_TRANSACTIONS: _describe_transactions,
     ApiKey.LIST_TRANSACTIONS: _list_transactions,

@@ -24,6 +24,7 @@ from kafkars.server.apis import (
     delete_records,
     fetch,
     groups,
+    inter_broker,
     list_offsets,
     metadata,
     offset_for_leader_epoch,
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
         TransactionStateManager,
     )
     from kafkars.security.scram import ScramCredentialStore
+    from kafkars.server.cluster import ClusterMember
     from kafkars.server.controller import Controller
     from kafkars.server.dynamic_config import DynamicBrokerConfig
     from kafkars.server.metadata_cache import MetadataCache
@@ -110,6 +112,15 @@ HANDLERS: dict[ApiKey, Handler] = {
 }
 
 
+# What the controller sends brokers in cluster mode (advertised only there).
+CLUSTER_HANDLERS: dict[ApiKey, Handler] = {
+    ApiKey.LEADER_AND_ISR: inter_broker.handle_leader_and_isr,
+    ApiKey.STOP_REPLICA: inter_broker.handle_stop_replica,
+    ApiKey.UPDATE_METADATA: inter_broker.handle_update_metadata,
+    ApiKey.CONTROLLED_SHUTDOWN: inter_broker.handle_controlled_shutdown,
+}
+
+
 def codec_version_ranges() -> dict[int, tuple[int, int]]:
     """What the wire codec can decode and encode, by API key."""
     return {key: (low, high) for key, low, high in _core.protocol.api_keys().values()}
@@ -140,6 +151,7 @@ class KafkaApis:
         scram_store: ScramCredentialStore,
         sasl_settings: dict[str, Any],
         handlers: dict[ApiKey, Handler] | None = None,
+        cluster: ClusterMember | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.config = config
@@ -158,7 +170,10 @@ class KafkaApis:
         self.authorizer = authorizer
         self.scram_store = scram_store
         self.sasl_settings = sasl_settings
-        self.handlers = dict(HANDLERS if handlers is None else handlers)
+        self.cluster = cluster
+        if handlers is None:
+            handlers = HANDLERS if cluster is None else {**HANDLERS, **CLUSTER_HANDLERS}
+        self.handlers = dict(handlers)
         self.advertised = advertised_versions(set(self.handlers), codec_version_ranges())
         self.request_count: dict[int, int] = {}
         self.request_time_ns: dict[int, int] = {}

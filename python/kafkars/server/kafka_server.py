@@ -12,6 +12,7 @@ import logging
 import threading
 import time
 import uuid
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -31,17 +32,22 @@ from kafkars.log import read_properties
 from kafkars.security.authorizer import build_authorizer
 from kafkars.security.sasl import listener_sasl_settings
 from kafkars.security.scram import ScramCredentialStore
-from kafkars.server.controller import LocalController
+from kafkars.server.cluster import ClusterMember, request_controlled_shutdown
+from kafkars.server.controller import Controller, LocalController
 from kafkars.server.dynamic_config import DynamicBrokerConfig
 from kafkars.server.kafka_apis import KafkaApis
 from kafkars.server.log_tasks import schedule_log_tasks
 from kafkars.server.metadata import METADATA_FILE, MetadataStore
-from kafkars.server.metadata_cache import LocalMetadataCache
+from kafkars.server.metadata_cache import LocalMetadataCache, MetadataCache
 from kafkars.server.metrics import MetricsServer
 from kafkars.server.quota_manager import ClientQuotaManager, QuotaStore
 from kafkars.server.replica_manager import ReplicaManager
 from kafkars.server.scheduler import KafkaScheduler
 from kafkars.server.txn_markers import TransactionMarkerWriter
+from kafkars.server.zk_admin import ZkAdmin
+from kafkars.server.zk_metadata_cache import ZkMetadataCache
+from kafkars.zk.kafka_zk_client import KafkaZkClient
+from kafkars.zk.zk_data import BrokerInfo
 
 log = logging.getLogger("kafkars.server.KafkaServer")
 
@@ -147,6 +153,10 @@ class KafkaServer:
         self.broker_id, self.cluster_id = resolve_identity(
             dirs, int(self.config.get("broker.id")), int(self.config.get("reserved.broker.max.id"))
         )
+        self.zk_client: KafkaZkClient | None = None
+        if self.config.zookeeper_connect:
+            self._connect_zookeeper(dirs)
+            t = step("zookeeper", t)
         try:
             self.metadata = MetadataStore(Path(dirs[0]))
         except (ValueError, KeyError, TypeError) as e:
@@ -206,18 +216,40 @@ class KafkaServer:
         self.replica_manager = ReplicaManager(
             self.log_manager, self.broker_id, self.delayed_operations, self.replica_fetchers
         )
-        self.controller = LocalController(self.metadata, self.replica_manager, self.dynamic_config)
-        self.controller.startup()
-        self.dynamic_config.add_reconfigurable(self.controller.reconfigure)
-        self.metadata_cache = LocalMetadataCache(
-            self.metadata,
-            broker_id=self.broker_id,
-            cluster_id=self.cluster_id,
-            endpoint=self.advertised_endpoint,
-            listener_names=lambda: [name for name, _, _, _ in self.bound_listeners],
-            rack=lambda: self.dynamic_config.rack,
-            leader_epoch=self.replica_manager.leader_epoch,
-        )
+        self.cluster: ClusterMember | None = None
+        self.metadata_cache: MetadataCache
+        self.controller: Controller
+        if self.zk_client is not None:
+            zk = self.zk_client
+            cache = ZkMetadataCache(
+                broker_id=self.broker_id,
+                cluster_id=self.cluster_id,
+                topic_configs=zk.get_topic_configs,
+            )
+            self.metadata_cache = cache
+            self.controller = ZkAdmin(zk, cache)
+            self.cluster = ClusterMember(
+                zk, self.broker_id, self.dynamic_config, self.replica_manager, cache
+            )
+            broker_id = self.broker_id
+            allocate_producer_ids = partial(zk.allocate_producer_id_block, broker_id)
+            topic_view: Any = cache
+        else:
+            local = LocalController(self.metadata, self.replica_manager, self.dynamic_config)
+            local.startup()
+            self.dynamic_config.add_reconfigurable(local.reconfigure)
+            self.controller = local
+            self.metadata_cache = LocalMetadataCache(
+                self.metadata,
+                broker_id=self.broker_id,
+                cluster_id=self.cluster_id,
+                endpoint=self.advertised_endpoint,
+                listener_names=lambda: [name for name, _, _, _ in self.bound_listeners],
+                rack=lambda: self.dynamic_config.rack,
+                leader_epoch=self.replica_manager.leader_epoch,
+            )
+            allocate_producer_ids = self.metadata.allocate_producer_id_block
+            topic_view = self.metadata
         t = step("replica manager", t)
 
         # Kafka's background tasks: retention, flushes, checkpoints, segment deletion.
@@ -238,7 +270,7 @@ class KafkaServer:
         classic = self.group_coordinator
         self.consumer_group_coordinator = ConsumerGroupCoordinator(
             ConsumerGroupConfig.from_broker(self.config),
-            self.metadata,
+            topic_view,
             lambda op: timer.try_complete_else_watch(op, ["session"]),
             classic_group_in_use=lambda g: bool((grp := classic.get_group(g)) and grp.members),
             store=self.group_metadata_manager.append,
@@ -253,7 +285,7 @@ class KafkaServer:
         )
         self.transaction_coordinator = TransactionCoordinator(
             TransactionConfig.from_broker(self.config),
-            ProducerIdManager(self.metadata.allocate_producer_id_block),
+            ProducerIdManager(allocate_producer_ids),
             self.transaction_state_manager,
             self.txn_marker_writer.write_txn_markers,
         )
@@ -277,6 +309,7 @@ class KafkaServer:
             authorizer=self.authorizer,
             scram_store=self.scram_store,
             sasl_settings=self.sasl_settings,
+            cluster=self.cluster,
         )
         t = step("apis", t)
 
@@ -300,6 +333,9 @@ class KafkaServer:
             tls=tls_settings,
         )
         t = step("socket server", t)
+        if self.cluster is not None:
+            self.cluster.startup(self._broker_info())
+            t = step("cluster registration", t)
         metrics_port = self.config.get("kafkars.metrics.port")
         if metrics_port is not None:
             host = self.bound_listeners[0][2]
@@ -341,6 +377,11 @@ class KafkaServer:
             if self._stopped.is_set():
                 return
             log.info("[KafkaServer id=%s] shutting down", getattr(self, "broker_id", "?"))
+            cluster = getattr(self, "cluster", None)
+            if cluster is not None and self._started:
+                if self.config.get("controlled.shutdown.enable"):
+                    self._controlled_shutdown(cluster)
+                cluster.shutdown()
             if self.metrics_server is not None:
                 self.metrics_server.shutdown()
             if self.kafka_scheduler is not None:
@@ -361,8 +402,57 @@ class KafkaServer:
                 self._consumer_group_timer.shutdown()
             if self._started:
                 self.log_manager.shutdown()
+            if getattr(self, "zk_client", None) is not None:
+                assert self.zk_client is not None
+                self.zk_client.close()
             self._stopped.set()
             log.info("[KafkaServer id=%s] shut down completed", getattr(self, "broker_id", "?"))
+
+    # -- cluster mode ------------------------------------------------------------------------
+    def _connect_zookeeper(self, dirs: list[str]) -> None:
+        c = self.config
+        try:
+            zk = KafkaZkClient(
+                c.zookeeper_connect or "",
+                session_timeout_ms=int(c.get("zookeeper.session.timeout.ms")),
+                connection_timeout_ms=c.zookeeper_connection_timeout_ms,
+            )
+        except Exception as e:  # kazoo's timeout, or a refused connection
+            raise StartupError(
+                f"zookeeper.connect: cannot reach ZooKeeper at {c.zookeeper_connect}: "
+                f"{e or type(e).__name__}"
+            ) from None
+        zk.create_top_level_paths()
+        self.zk_client = zk
+        self.cluster_id = zk.get_or_create_cluster_id(self.cluster_id)
+        if int(c.get("broker.id")) < 0 and not any(
+            (Path(d) / "meta.properties").exists() for d in dirs
+        ):
+            self.broker_id = int(c.get("reserved.broker.max.id")) + zk.generate_broker_sequence_id()
+
+    def _broker_info(self) -> BrokerInfo:
+        protocols = {e.listener_name: e.security_protocol for e in self.config.listeners}
+        endpoints = {name: self.advertised_endpoint(name) for name in protocols}
+        return BrokerInfo(self.broker_id, endpoints, protocols, self.dynamic_config.rack)
+
+    def _controlled_shutdown(self, cluster: ClusterMember) -> None:
+        """Kafka's controlledShutdown: asks the controller to move this broker's
+        leaderships away before it stops, retrying as configured."""
+        retries = int(self.config.get("controlled.shutdown.max.retries"))
+        backoff_s = int(self.config.get("controlled.shutdown.retry.backoff.ms")) / 1000
+        for attempt in range(retries):
+            try:
+                code, remaining = request_controlled_shutdown(
+                    cluster, self.broker_id, self.zk_client
+                )
+            except Exception as e:
+                log.warning("Controlled shutdown attempt %d failed: %s", attempt + 1, e)
+                code, remaining = -1, 1
+            if code == 0 and remaining == 0:
+                log.info("[KafkaServer id=%s] controlled shutdown succeeded", self.broker_id)
+                return
+            time.sleep(backoff_s)
+        log.warning("[KafkaServer id=%s] proceeding with an unclean shutdown", self.broker_id)
 
     def await_shutdown(self, timeout: float | None = None) -> bool:
         return self._stopped.wait(timeout)

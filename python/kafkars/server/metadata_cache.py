@@ -62,6 +62,10 @@ class MetadataCache(Protocol):
 
     def advertised_listeners(self, broker_id: int) -> str: ...
 
+    def alive_broker_ids(self) -> list[int]: ...
+
+    def offline_replicas(self, topic: str, partition: int) -> list[int]: ...
+
 
 class LocalMetadataCache:
     """`endpoint(listener)` is the local broker's advertised (host, port) on a listener,
@@ -110,10 +114,16 @@ class LocalMetadataCache:
         me = [self._broker_id]
         return PartitionState(self._broker_id, self._leader_epoch(topic, partition), me, me)
 
+    def offline_replicas(self, topic: str, partition: int) -> list[int]:
+        return []
+
     # -- brokers -------------------------------------------------------------------------
     @property
     def cluster_id(self) -> str:
         return self._cluster_id
+
+    def alive_broker_ids(self) -> list[int]:
+        return [self._broker_id]
 
     @property
     def controller_id(self) -> int:

@@ -142,17 +142,43 @@ class ReplicaManager:
     def remove_topic(self, topic: str) -> None:
         with self._lock:
             for tp in [tp for tp in self._partitions if tp[0] == topic]:
-                if self.fetchers is not None:
-                    self.fetchers.remove_partitions([tp])
-                handle = self._partitions.pop(tp)
-                retired = self.retired_counters.setdefault(topic, [0, 0, 0, 0])
-                for i, value in enumerate(handle.counters):
-                    retired[i] += value
-                self.log_manager.delete_log(tp[0], tp[1])
-                # Fetches and produces waiting on it are answered now, not at their timeout.
-                if self.delayed is not None:
-                    self.delayed.check_and_complete(tp[0], tp[1])
+                self._remove_partition_locked(*tp)
             self._timestamp_limits.pop(topic, None)
+
+    def remove_partition(self, topic: str, partition: int) -> None:
+        """Deletes one replica's log (StopReplica with delete)."""
+        with self._lock:
+            if (topic, partition) in self._partitions:
+                self._remove_partition_locked(topic, partition)
+            elif self.log_manager.get_log(topic, partition) is not None:
+                self.log_manager.delete_log(topic, partition)
+
+    def _remove_partition_locked(self, topic: str, partition: int) -> None:
+        tp = (topic, partition)
+        if self.fetchers is not None:
+            self.fetchers.remove_partitions([tp])
+        handle = self._partitions.pop(tp)
+        retired = self.retired_counters.setdefault(topic, [0, 0, 0, 0])
+        for i, value in enumerate(handle.counters):
+            retired[i] += value
+        self.log_manager.delete_log(topic, partition)
+        # Fetches and produces waiting on it are answered now, not at their timeout.
+        if self.delayed is not None:
+            self.delayed.check_and_complete(topic, partition)
+
+    def stop_fetching(self, topic: str, partition: int) -> None:
+        """Stops replicating a partition without deleting it (StopReplica without delete,
+        on a broker shutting down)."""
+        with self._lock:
+            handle = self._partitions.get((topic, partition))
+            if handle is None:
+                return
+            if self.fetchers is not None:
+                self.fetchers.remove_partitions([(topic, partition)])
+            if handle.is_leader:
+                handle.make_follower(-1, handle.leader_epoch, [], [])
+        if self.delayed is not None:
+            self.delayed.check_and_complete(topic, partition)
 
     def timestamp_limits(self, topic: str) -> TimestampLimits | None:
         """The CreateTime bounds appends to `topic` are checked against, if any."""

@@ -208,7 +208,15 @@ pub use end_quorum_epoch_request::EndQuorumEpochRequest;
 pub mod describe_quorum_request;
 pub use describe_quorum_request::DescribeQuorumRequest;
 
+pub mod leader_and_isr_request;
+pub mod stop_replica_request;
+pub mod update_metadata_request;
+pub mod controlled_shutdown_request;
 pub mod alter_partition_request;
+pub use leader_and_isr_request::LeaderAndIsrRequest;
+pub use stop_replica_request::StopReplicaRequest;
+pub use update_metadata_request::UpdateMetadataRequest;
+pub use controlled_shutdown_request::ControlledShutdownRequest;
 pub use alter_partition_request::AlterPartitionRequest;
 
 pub mod update_features_request;
@@ -469,7 +477,15 @@ pub use end_quorum_epoch_response::EndQuorumEpochResponse;
 pub mod describe_quorum_response;
 pub use describe_quorum_response::DescribeQuorumResponse;
 
+pub mod leader_and_isr_response;
+pub mod stop_replica_response;
+pub mod update_metadata_response;
+pub mod controlled_shutdown_response;
 pub mod alter_partition_response;
+pub use leader_and_isr_response::LeaderAndIsrResponse;
+pub use stop_replica_response::StopReplicaResponse;
+pub use update_metadata_response::UpdateMetadataResponse;
+pub use controlled_shutdown_response::ControlledShutdownResponse;
 pub use alter_partition_response::AlterPartitionResponse;
 
 pub mod update_features_response;
@@ -887,6 +903,30 @@ impl Request for DescribeQuorumRequest {
 }
 
 #[cfg(all(feature = "client", feature = "broker"))]
+impl Request for LeaderAndIsrRequest {
+    const KEY: i16 = 4;
+    type Response = LeaderAndIsrResponse;
+}
+
+#[cfg(all(feature = "client", feature = "broker"))]
+impl Request for StopReplicaRequest {
+    const KEY: i16 = 5;
+    type Response = StopReplicaResponse;
+}
+
+#[cfg(all(feature = "client", feature = "broker"))]
+impl Request for UpdateMetadataRequest {
+    const KEY: i16 = 6;
+    type Response = UpdateMetadataResponse;
+}
+
+#[cfg(all(feature = "client", feature = "broker"))]
+impl Request for ControlledShutdownRequest {
+    const KEY: i16 = 7;
+    type Response = ControlledShutdownResponse;
+}
+
+#[cfg(all(feature = "client", feature = "broker"))]
 impl Request for AlterPartitionRequest {
     const KEY: i16 = 56;
     type Response = AlterPartitionResponse;
@@ -1203,6 +1243,14 @@ pub enum ApiKey {
     EndQuorumEpoch = 54,
     /// API key for request DescribeQuorumRequest
     DescribeQuorum = 55,
+    /// API key for request LeaderAndIsrRequest
+    LeaderAndIsr = 4,
+    /// API key for request StopReplicaRequest
+    StopReplica = 5,
+    /// API key for request UpdateMetadataRequest
+    UpdateMetadata = 6,
+    /// API key for request ControlledShutdownRequest
+    ControlledShutdown = 7,
     /// API key for request AlterPartitionRequest
     AlterPartition = 56,
     /// API key for request UpdateFeaturesRequest
@@ -1343,6 +1391,10 @@ impl ApiKey {
             ApiKey::BeginQuorumEpoch => BeginQuorumEpochRequest::header_version(version),
             ApiKey::EndQuorumEpoch => EndQuorumEpochRequest::header_version(version),
             ApiKey::DescribeQuorum => DescribeQuorumRequest::header_version(version),
+            ApiKey::LeaderAndIsr => LeaderAndIsrRequest::header_version(version),
+            ApiKey::StopReplica => StopReplicaRequest::header_version(version),
+            ApiKey::UpdateMetadata => UpdateMetadataRequest::header_version(version),
+            ApiKey::ControlledShutdown => ControlledShutdownRequest::header_version(version),
             ApiKey::AlterPartition => AlterPartitionRequest::header_version(version),
             ApiKey::UpdateFeatures => UpdateFeaturesRequest::header_version(version),
             ApiKey::Envelope => EnvelopeRequest::header_version(version),
@@ -1465,6 +1517,10 @@ impl ApiKey {
             ApiKey::BeginQuorumEpoch => BeginQuorumEpochResponse::header_version(version),
             ApiKey::EndQuorumEpoch => EndQuorumEpochResponse::header_version(version),
             ApiKey::DescribeQuorum => DescribeQuorumResponse::header_version(version),
+            ApiKey::LeaderAndIsr => LeaderAndIsrResponse::header_version(version),
+            ApiKey::StopReplica => StopReplicaResponse::header_version(version),
+            ApiKey::UpdateMetadata => UpdateMetadataResponse::header_version(version),
+            ApiKey::ControlledShutdown => ControlledShutdownResponse::header_version(version),
             ApiKey::AlterPartition => AlterPartitionResponse::header_version(version),
             ApiKey::UpdateFeatures => UpdateFeaturesResponse::header_version(version),
             ApiKey::Envelope => EnvelopeResponse::header_version(version),
@@ -1575,6 +1631,10 @@ impl ApiKey {
             ApiKey::BeginQuorumEpoch => VersionRange { min: 0, max: 1 },
             ApiKey::EndQuorumEpoch => VersionRange { min: 0, max: 1 },
             ApiKey::DescribeQuorum => VersionRange { min: 0, max: 2 },
+            ApiKey::LeaderAndIsr => VersionRange { min: 0, max: 7 },
+            ApiKey::StopReplica => VersionRange { min: 0, max: 4 },
+            ApiKey::UpdateMetadata => VersionRange { min: 0, max: 8 },
+            ApiKey::ControlledShutdown => VersionRange { min: 0, max: 3 },
             ApiKey::AlterPartition => VersionRange { min: 2, max: 3 },
             ApiKey::UpdateFeatures => VersionRange { min: 0, max: 2 },
             ApiKey::Envelope => VersionRange { min: 0, max: 0 },
@@ -1683,6 +1743,10 @@ impl TryFrom<i16> for ApiKey {
             x if x == ApiKey::BeginQuorumEpoch as i16 => Ok(ApiKey::BeginQuorumEpoch),
             x if x == ApiKey::EndQuorumEpoch as i16 => Ok(ApiKey::EndQuorumEpoch),
             x if x == ApiKey::DescribeQuorum as i16 => Ok(ApiKey::DescribeQuorum),
+            x if x == ApiKey::LeaderAndIsr as i16 => Ok(ApiKey::LeaderAndIsr),
+            x if x == ApiKey::StopReplica as i16 => Ok(ApiKey::StopReplica),
+            x if x == ApiKey::UpdateMetadata as i16 => Ok(ApiKey::UpdateMetadata),
+            x if x == ApiKey::ControlledShutdown as i16 => Ok(ApiKey::ControlledShutdown),
             x if x == ApiKey::AlterPartition as i16 => Ok(ApiKey::AlterPartition),
             x if x == ApiKey::UpdateFeatures as i16 => Ok(ApiKey::UpdateFeatures),
             x if x == ApiKey::Envelope as i16 => Ok(ApiKey::Envelope),
@@ -1840,6 +1904,14 @@ pub enum RequestKind {
     EndQuorumEpoch(EndQuorumEpochRequest),
     /// DescribeQuorumRequest,
     DescribeQuorum(DescribeQuorumRequest),
+    /// LeaderAndIsrRequest,
+    LeaderAndIsr(LeaderAndIsrRequest),
+    /// StopReplicaRequest,
+    StopReplica(StopReplicaRequest),
+    /// UpdateMetadataRequest,
+    UpdateMetadata(UpdateMetadataRequest),
+    /// ControlledShutdownRequest,
+    ControlledShutdown(ControlledShutdownRequest),
     /// AlterPartitionRequest,
     AlterPartition(AlterPartitionRequest),
     /// UpdateFeaturesRequest,
@@ -1970,6 +2042,10 @@ impl RequestKind {
             RequestKind::BeginQuorumEpoch(x) => encode(x, bytes, version),
             RequestKind::EndQuorumEpoch(x) => encode(x, bytes, version),
             RequestKind::DescribeQuorum(x) => encode(x, bytes, version),
+            RequestKind::LeaderAndIsr(x) => encode(x, bytes, version),
+            RequestKind::StopReplica(x) => encode(x, bytes, version),
+            RequestKind::UpdateMetadata(x) => encode(x, bytes, version),
+            RequestKind::ControlledShutdown(x) => encode(x, bytes, version),
             RequestKind::AlterPartition(x) => encode(x, bytes, version),
             RequestKind::UpdateFeatures(x) => encode(x, bytes, version),
             RequestKind::Envelope(x) => encode(x, bytes, version),
@@ -2095,6 +2171,10 @@ impl RequestKind {
             ApiKey::BeginQuorumEpoch => Ok(RequestKind::BeginQuorumEpoch(decode(bytes, version)?)),
             ApiKey::EndQuorumEpoch => Ok(RequestKind::EndQuorumEpoch(decode(bytes, version)?)),
             ApiKey::DescribeQuorum => Ok(RequestKind::DescribeQuorum(decode(bytes, version)?)),
+            ApiKey::LeaderAndIsr => Ok(RequestKind::LeaderAndIsr(decode(bytes, version)?)),
+            ApiKey::StopReplica => Ok(RequestKind::StopReplica(decode(bytes, version)?)),
+            ApiKey::UpdateMetadata => Ok(RequestKind::UpdateMetadata(decode(bytes, version)?)),
+            ApiKey::ControlledShutdown => Ok(RequestKind::ControlledShutdown(decode(bytes, version)?)),
             ApiKey::AlterPartition => Ok(RequestKind::AlterPartition(decode(bytes, version)?)),
             ApiKey::UpdateFeatures => Ok(RequestKind::UpdateFeatures(decode(bytes, version)?)),
             ApiKey::Envelope => Ok(RequestKind::Envelope(decode(bytes, version)?)),
@@ -2540,6 +2620,34 @@ impl From<DescribeQuorumRequest> for RequestKind {
 }
 
 #[cfg(feature = "messages_enums")]
+impl From<LeaderAndIsrRequest> for RequestKind {
+    fn from(value: LeaderAndIsrRequest) -> RequestKind {
+        RequestKind::LeaderAndIsr(value)
+    }
+}
+
+#[cfg(feature = "messages_enums")]
+impl From<StopReplicaRequest> for RequestKind {
+    fn from(value: StopReplicaRequest) -> RequestKind {
+        RequestKind::StopReplica(value)
+    }
+}
+
+#[cfg(feature = "messages_enums")]
+impl From<UpdateMetadataRequest> for RequestKind {
+    fn from(value: UpdateMetadataRequest) -> RequestKind {
+        RequestKind::UpdateMetadata(value)
+    }
+}
+
+#[cfg(feature = "messages_enums")]
+impl From<ControlledShutdownRequest> for RequestKind {
+    fn from(value: ControlledShutdownRequest) -> RequestKind {
+        RequestKind::ControlledShutdown(value)
+    }
+}
+
+#[cfg(feature = "messages_enums")]
 impl From<AlterPartitionRequest> for RequestKind {
     fn from(value: AlterPartitionRequest) -> RequestKind {
         RequestKind::AlterPartition(value)
@@ -2917,6 +3025,14 @@ pub enum ResponseKind {
     EndQuorumEpoch(EndQuorumEpochResponse),
     /// DescribeQuorumResponse,
     DescribeQuorum(DescribeQuorumResponse),
+    /// LeaderAndIsrResponse,
+    LeaderAndIsr(LeaderAndIsrResponse),
+    /// StopReplicaResponse,
+    StopReplica(StopReplicaResponse),
+    /// UpdateMetadataResponse,
+    UpdateMetadata(UpdateMetadataResponse),
+    /// ControlledShutdownResponse,
+    ControlledShutdown(ControlledShutdownResponse),
     /// AlterPartitionResponse,
     AlterPartition(AlterPartitionResponse),
     /// UpdateFeaturesResponse,
@@ -3047,6 +3163,10 @@ impl ResponseKind {
             ResponseKind::BeginQuorumEpoch(x) => encode(x, bytes, version),
             ResponseKind::EndQuorumEpoch(x) => encode(x, bytes, version),
             ResponseKind::DescribeQuorum(x) => encode(x, bytes, version),
+            ResponseKind::LeaderAndIsr(x) => encode(x, bytes, version),
+            ResponseKind::StopReplica(x) => encode(x, bytes, version),
+            ResponseKind::UpdateMetadata(x) => encode(x, bytes, version),
+            ResponseKind::ControlledShutdown(x) => encode(x, bytes, version),
             ResponseKind::AlterPartition(x) => encode(x, bytes, version),
             ResponseKind::UpdateFeatures(x) => encode(x, bytes, version),
             ResponseKind::Envelope(x) => encode(x, bytes, version),
@@ -3172,6 +3292,10 @@ impl ResponseKind {
             ApiKey::BeginQuorumEpoch => Ok(ResponseKind::BeginQuorumEpoch(decode(bytes, version)?)),
             ApiKey::EndQuorumEpoch => Ok(ResponseKind::EndQuorumEpoch(decode(bytes, version)?)),
             ApiKey::DescribeQuorum => Ok(ResponseKind::DescribeQuorum(decode(bytes, version)?)),
+            ApiKey::LeaderAndIsr => Ok(ResponseKind::LeaderAndIsr(decode(bytes, version)?)),
+            ApiKey::StopReplica => Ok(ResponseKind::StopReplica(decode(bytes, version)?)),
+            ApiKey::UpdateMetadata => Ok(ResponseKind::UpdateMetadata(decode(bytes, version)?)),
+            ApiKey::ControlledShutdown => Ok(ResponseKind::ControlledShutdown(decode(bytes, version)?)),
             ApiKey::AlterPartition => Ok(ResponseKind::AlterPartition(decode(bytes, version)?)),
             ApiKey::UpdateFeatures => Ok(ResponseKind::UpdateFeatures(decode(bytes, version)?)),
             ApiKey::Envelope => Ok(ResponseKind::Envelope(decode(bytes, version)?)),
@@ -3334,6 +3458,10 @@ impl ResponseKind {
             ResponseKind::BeginQuorumEpoch(_) => BeginQuorumEpochResponse::header_version(version),
             ResponseKind::EndQuorumEpoch(_) => EndQuorumEpochResponse::header_version(version),
             ResponseKind::DescribeQuorum(_) => DescribeQuorumResponse::header_version(version),
+            ResponseKind::LeaderAndIsr(_) => LeaderAndIsrResponse::header_version(version),
+            ResponseKind::StopReplica(_) => StopReplicaResponse::header_version(version),
+            ResponseKind::UpdateMetadata(_) => UpdateMetadataResponse::header_version(version),
+            ResponseKind::ControlledShutdown(_) => ControlledShutdownResponse::header_version(version),
             ResponseKind::AlterPartition(_) => AlterPartitionResponse::header_version(version),
             ResponseKind::UpdateFeatures(_) => UpdateFeaturesResponse::header_version(version),
             ResponseKind::Envelope(_) => EnvelopeResponse::header_version(version),
@@ -3776,6 +3904,34 @@ impl From<EndQuorumEpochResponse> for ResponseKind {
 impl From<DescribeQuorumResponse> for ResponseKind {
     fn from(value: DescribeQuorumResponse) -> ResponseKind {
         ResponseKind::DescribeQuorum(value)
+    }
+}
+
+#[cfg(feature = "messages_enums")]
+impl From<LeaderAndIsrResponse> for ResponseKind {
+    fn from(value: LeaderAndIsrResponse) -> ResponseKind {
+        ResponseKind::LeaderAndIsr(value)
+    }
+}
+
+#[cfg(feature = "messages_enums")]
+impl From<StopReplicaResponse> for ResponseKind {
+    fn from(value: StopReplicaResponse) -> ResponseKind {
+        ResponseKind::StopReplica(value)
+    }
+}
+
+#[cfg(feature = "messages_enums")]
+impl From<UpdateMetadataResponse> for ResponseKind {
+    fn from(value: UpdateMetadataResponse) -> ResponseKind {
+        ResponseKind::UpdateMetadata(value)
+    }
+}
+
+#[cfg(feature = "messages_enums")]
+impl From<ControlledShutdownResponse> for ResponseKind {
+    fn from(value: ControlledShutdownResponse) -> ResponseKind {
+        ResponseKind::ControlledShutdown(value)
     }
 }
 

@@ -31,13 +31,14 @@ def _topic_entry(apis: KafkaApis, name: str) -> dict[str, Any]:
         state = apis.metadata_cache.partition_state(name, index)
         partitions.append(
             {
-                "error_code": 0,
+                # A partition without a live leader (cluster mode) is LEADER_NOT_AVAILABLE.
+                "error_code": 0 if state.leader_id >= 0 else int(Errors.LEADER_NOT_AVAILABLE),
                 "partition_index": index,
                 "leader_id": state.leader_id,
                 "leader_epoch": state.leader_epoch,
                 "replica_nodes": list(state.replicas),
                 "isr_nodes": list(state.isr),
-                "offline_replicas": [],
+                "offline_replicas": apis.metadata_cache.offline_replicas(name, index),
             }
         )
     return {

@@ -20,8 +20,9 @@ def _resolve_counts(apis: KafkaApis, t: dict[str, Any]) -> tuple[int, int]:
                 "Both numPartitions or replicationFactor and replicasAssignments were set. "
                 "Both cannot be used at the same time.",
             )
+        alive = set(apis.metadata_cache.alive_broker_ids())
         for a in assignments:
-            if set(a["broker_ids"]) - {apis.broker_id}:
+            if set(a["broker_ids"]) - alive:
                 raise KafkaError(
                     Errors.INVALID_REPLICA_ASSIGNMENT, f"Unknown broker in {a['broker_ids']}"
                 )
@@ -40,11 +41,12 @@ def _resolve_counts(apis: KafkaApis, t: dict[str, Any]) -> tuple[int, int]:
         raise KafkaError(
             Errors.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0."
         )
-    if factor > 1:
+    brokers = len(apis.metadata_cache.alive_broker_ids())
+    if factor > brokers:
         raise KafkaError(
             Errors.INVALID_REPLICATION_FACTOR,
             f"Unable to replicate the partition {factor} time(s): The target replication factor "
-            f"of {factor} cannot be reached because only 1 broker(s) are registered.",
+            f"of {factor} cannot be reached because only {brokers} broker(s) are registered.",
         )
     return partitions, factor
 
@@ -68,7 +70,10 @@ def handle_create_topics(apis: KafkaApis, request: Any) -> dict[str, Any]:
             if body["validate_only"]:
                 topic_id = None
             else:
-                topic_id = apis.controller.create_topic(name, partitions, configs).topic_id
+                replica_lists = [a["broker_ids"] for a in t["assignments"]] or None
+                topic_id = apis.controller.create_topic(
+                    name, partitions, configs, replication_factor=factor, assignments=replica_lists
+                ).topic_id
             result.update(error_code=0, num_partitions=partitions, replication_factor=factor)
             if topic_id is not None:
                 result["topic_id"] = topic_id

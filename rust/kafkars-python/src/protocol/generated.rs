@@ -79,6 +79,10 @@ pub(crate) fn request_to_py<'py>(
         RequestKind::BeginQuorumEpoch(x) => x.to_py(py),
         RequestKind::EndQuorumEpoch(x) => x.to_py(py),
         RequestKind::DescribeQuorum(x) => x.to_py(py),
+        RequestKind::LeaderAndIsr(x) => x.to_py(py),
+        RequestKind::StopReplica(x) => x.to_py(py),
+        RequestKind::UpdateMetadata(x) => x.to_py(py),
+        RequestKind::ControlledShutdown(x) => x.to_py(py),
         RequestKind::AlterPartition(x) => x.to_py(py),
         RequestKind::UpdateFeatures(x) => x.to_py(py),
         RequestKind::Envelope(x) => x.to_py(py),
@@ -178,6 +182,10 @@ pub(crate) fn response_to_py<'py>(
         ResponseKind::BeginQuorumEpoch(x) => x.to_py(py),
         ResponseKind::EndQuorumEpoch(x) => x.to_py(py),
         ResponseKind::DescribeQuorum(x) => x.to_py(py),
+        ResponseKind::LeaderAndIsr(x) => x.to_py(py),
+        ResponseKind::StopReplica(x) => x.to_py(py),
+        ResponseKind::UpdateMetadata(x) => x.to_py(py),
+        ResponseKind::ControlledShutdown(x) => x.to_py(py),
         ResponseKind::AlterPartition(x) => x.to_py(py),
         ResponseKind::UpdateFeatures(x) => x.to_py(py),
         ResponseKind::Envelope(x) => x.to_py(py),
@@ -284,6 +292,10 @@ pub(crate) fn response_from_py(api_key: ApiKey, obj: &Bound<'_, PyAny>) -> PyRes
         ApiKey::BeginQuorumEpoch => ResponseKind::BeginQuorumEpoch(FromPy::from_py(obj)?),
         ApiKey::EndQuorumEpoch => ResponseKind::EndQuorumEpoch(FromPy::from_py(obj)?),
         ApiKey::DescribeQuorum => ResponseKind::DescribeQuorum(FromPy::from_py(obj)?),
+        ApiKey::LeaderAndIsr => ResponseKind::LeaderAndIsr(FromPy::from_py(obj)?),
+        ApiKey::StopReplica => ResponseKind::StopReplica(FromPy::from_py(obj)?),
+        ApiKey::UpdateMetadata => ResponseKind::UpdateMetadata(FromPy::from_py(obj)?),
+        ApiKey::ControlledShutdown => ResponseKind::ControlledShutdown(FromPy::from_py(obj)?),
         ApiKey::AlterPartition => ResponseKind::AlterPartition(FromPy::from_py(obj)?),
         ApiKey::UpdateFeatures => ResponseKind::UpdateFeatures(FromPy::from_py(obj)?),
         ApiKey::Envelope => ResponseKind::Envelope(FromPy::from_py(obj)?),
@@ -408,6 +420,10 @@ pub(crate) fn request_from_py(api_key: ApiKey, obj: &Bound<'_, PyAny>) -> PyResu
         ApiKey::BeginQuorumEpoch => RequestKind::BeginQuorumEpoch(FromPy::from_py(obj)?),
         ApiKey::EndQuorumEpoch => RequestKind::EndQuorumEpoch(FromPy::from_py(obj)?),
         ApiKey::DescribeQuorum => RequestKind::DescribeQuorum(FromPy::from_py(obj)?),
+        ApiKey::LeaderAndIsr => RequestKind::LeaderAndIsr(FromPy::from_py(obj)?),
+        ApiKey::StopReplica => RequestKind::StopReplica(FromPy::from_py(obj)?),
+        ApiKey::UpdateMetadata => RequestKind::UpdateMetadata(FromPy::from_py(obj)?),
+        ApiKey::ControlledShutdown => RequestKind::ControlledShutdown(FromPy::from_py(obj)?),
         ApiKey::AlterPartition => RequestKind::AlterPartition(FromPy::from_py(obj)?),
         ApiKey::UpdateFeatures => RequestKind::UpdateFeatures(FromPy::from_py(obj)?),
         ApiKey::Envelope => RequestKind::Envelope(FromPy::from_py(obj)?),
@@ -520,6 +536,10 @@ pub(crate) fn sanitize_response(resp: &mut ResponseKind, version: i16) {
         ResponseKind::BeginQuorumEpoch(x) => x.retain_version(version),
         ResponseKind::EndQuorumEpoch(x) => x.retain_version(version),
         ResponseKind::DescribeQuorum(x) => x.retain_version(version),
+        ResponseKind::LeaderAndIsr(x) => x.retain_version(version),
+        ResponseKind::StopReplica(x) => x.retain_version(version),
+        ResponseKind::UpdateMetadata(x) => x.retain_version(version),
+        ResponseKind::ControlledShutdown(x) => x.retain_version(version),
         ResponseKind::AlterPartition(x) => x.retain_version(version),
         ResponseKind::UpdateFeatures(x) => x.retain_version(version),
         ResponseKind::Envelope(x) => x.retain_version(version),
@@ -623,6 +643,10 @@ pub(crate) fn encode_response<B: ByteBufMut>(
         ResponseKind::BeginQuorumEpoch(x) => Encodable::encode(x, buf, version),
         ResponseKind::EndQuorumEpoch(x) => Encodable::encode(x, buf, version),
         ResponseKind::DescribeQuorum(x) => Encodable::encode(x, buf, version),
+        ResponseKind::LeaderAndIsr(x) => Encodable::encode(x, buf, version),
+        ResponseKind::StopReplica(x) => Encodable::encode(x, buf, version),
+        ResponseKind::UpdateMetadata(x) => Encodable::encode(x, buf, version),
+        ResponseKind::ControlledShutdown(x) => Encodable::encode(x, buf, version),
         ResponseKind::AlterPartition(x) => Encodable::encode(x, buf, version),
         ResponseKind::UpdateFeatures(x) => Encodable::encode(x, buf, version),
         ResponseKind::Envelope(x) => Encodable::encode(x, buf, version),
@@ -882,6 +906,22 @@ pub(crate) fn supported_versions(api_key: ApiKey) -> VersionRange {
             <kp::messages::DescribeQuorumRequest as Message>::VERSIONS,
             <kp::messages::DescribeQuorumResponse as Message>::VERSIONS,
         ),
+        ApiKey::LeaderAndIsr => intersect(
+            <kp::messages::LeaderAndIsrRequest as Message>::VERSIONS,
+            <kp::messages::LeaderAndIsrResponse as Message>::VERSIONS,
+        ),
+        ApiKey::StopReplica => intersect(
+            <kp::messages::StopReplicaRequest as Message>::VERSIONS,
+            <kp::messages::StopReplicaResponse as Message>::VERSIONS,
+        ),
+        ApiKey::UpdateMetadata => intersect(
+            <kp::messages::UpdateMetadataRequest as Message>::VERSIONS,
+            <kp::messages::UpdateMetadataResponse as Message>::VERSIONS,
+        ),
+        ApiKey::ControlledShutdown => intersect(
+            <kp::messages::ControlledShutdownRequest as Message>::VERSIONS,
+            <kp::messages::ControlledShutdownResponse as Message>::VERSIONS,
+        ),
         ApiKey::AlterPartition => intersect(
             <kp::messages::AlterPartitionRequest as Message>::VERSIONS,
             <kp::messages::AlterPartitionResponse as Message>::VERSIONS,
@@ -1080,6 +1120,10 @@ pub(crate) fn api_key_name(api_key: ApiKey) -> &'static str {
         ApiKey::BeginQuorumEpoch => "BeginQuorumEpoch",
         ApiKey::EndQuorumEpoch => "EndQuorumEpoch",
         ApiKey::DescribeQuorum => "DescribeQuorum",
+        ApiKey::LeaderAndIsr => "LeaderAndIsr",
+        ApiKey::StopReplica => "StopReplica",
+        ApiKey::UpdateMetadata => "UpdateMetadata",
+        ApiKey::ControlledShutdown => "ControlledShutdown",
         ApiKey::AlterPartition => "AlterPartition",
         ApiKey::UpdateFeatures => "UpdateFeatures",
         ApiKey::Envelope => "Envelope",
@@ -4611,6 +4655,99 @@ impl FromPy for kp::messages::consumer_protocol_subscription::TopicPartition {
                 match key {
                     "topic" => out.topic = FromPy::from_py(value)?,
                     "partitions" => out.partitions = FromPy::from_py(value)?,
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(out)
+    }
+}
+
+impl ToPy for kp::messages::controlled_shutdown_request::ControlledShutdownRequest {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(intern!(py, "broker_id"), self.broker_id.to_py(py)?)?;
+        dict.set_item(intern!(py, "broker_epoch"), self.broker_epoch.to_py(py)?)?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy for kp::messages::controlled_shutdown_request::ControlledShutdownRequest {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(
+            obj,
+            "ControlledShutdownRequest",
+            &["broker_id", "broker_epoch"],
+            |key, value| {
+                match key {
+                    "broker_id" => out.broker_id = FromPy::from_py(value)?,
+                    "broker_epoch" => out.broker_epoch = FromPy::from_py(value)?,
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(out)
+    }
+}
+
+impl ToPy for kp::messages::controlled_shutdown_response::ControlledShutdownResponse {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(intern!(py, "error_code"), self.error_code.to_py(py)?)?;
+        dict.set_item(
+            intern!(py, "remaining_partitions"),
+            self.remaining_partitions.to_py(py)?,
+        )?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy for kp::messages::controlled_shutdown_response::ControlledShutdownResponse {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(
+            obj,
+            "ControlledShutdownResponse",
+            &["error_code", "remaining_partitions"],
+            |key, value| {
+                match key {
+                    "error_code" => out.error_code = FromPy::from_py(value)?,
+                    "remaining_partitions" => out.remaining_partitions = FromPy::from_py(value)?,
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(out)
+    }
+}
+
+impl ToPy for kp::messages::controlled_shutdown_response::RemainingPartition {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(intern!(py, "topic_name"), self.topic_name.to_py(py)?)?;
+        dict.set_item(
+            intern!(py, "partition_index"),
+            self.partition_index.to_py(py)?,
+        )?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy for kp::messages::controlled_shutdown_response::RemainingPartition {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(
+            obj,
+            "RemainingPartition",
+            &["topic_name", "partition_index"],
+            |key, value| {
+                match key {
+                    "topic_name" => out.topic_name = FromPy::from_py(value)?,
+                    "partition_index" => out.partition_index = FromPy::from_py(value)?,
                     _ => return Ok(false),
                 }
                 Ok(true)
@@ -11681,6 +11818,312 @@ impl FromPy for kp::messages::k_raft_version_record::KRaftVersionRecord {
     }
 }
 
+impl ToPy for kp::messages::leader_and_isr_request::LeaderAndIsrLiveLeader {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(intern!(py, "broker_id"), self.broker_id.to_py(py)?)?;
+        dict.set_item(intern!(py, "host_name"), self.host_name.to_py(py)?)?;
+        dict.set_item(intern!(py, "port"), self.port.to_py(py)?)?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy for kp::messages::leader_and_isr_request::LeaderAndIsrLiveLeader {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(
+            obj,
+            "LeaderAndIsrLiveLeader",
+            &["broker_id", "host_name", "port"],
+            |key, value| {
+                match key {
+                    "broker_id" => out.broker_id = FromPy::from_py(value)?,
+                    "host_name" => out.host_name = FromPy::from_py(value)?,
+                    "port" => out.port = FromPy::from_py(value)?,
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(out)
+    }
+}
+
+impl ToPy for kp::messages::leader_and_isr_request::LeaderAndIsrPartitionState {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(intern!(py, "topic_name"), self.topic_name.to_py(py)?)?;
+        dict.set_item(
+            intern!(py, "partition_index"),
+            self.partition_index.to_py(py)?,
+        )?;
+        dict.set_item(
+            intern!(py, "controller_epoch"),
+            self.controller_epoch.to_py(py)?,
+        )?;
+        dict.set_item(intern!(py, "leader"), self.leader.to_py(py)?)?;
+        dict.set_item(intern!(py, "leader_epoch"), self.leader_epoch.to_py(py)?)?;
+        dict.set_item(intern!(py, "isr"), self.isr.to_py(py)?)?;
+        dict.set_item(
+            intern!(py, "partition_epoch"),
+            self.partition_epoch.to_py(py)?,
+        )?;
+        dict.set_item(intern!(py, "replicas"), self.replicas.to_py(py)?)?;
+        dict.set_item(
+            intern!(py, "adding_replicas"),
+            self.adding_replicas.to_py(py)?,
+        )?;
+        dict.set_item(
+            intern!(py, "removing_replicas"),
+            self.removing_replicas.to_py(py)?,
+        )?;
+        dict.set_item(intern!(py, "is_new"), self.is_new.to_py(py)?)?;
+        dict.set_item(
+            intern!(py, "leader_recovery_state"),
+            self.leader_recovery_state.to_py(py)?,
+        )?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy for kp::messages::leader_and_isr_request::LeaderAndIsrPartitionState {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(
+            obj,
+            "LeaderAndIsrPartitionState",
+            &[
+                "topic_name",
+                "partition_index",
+                "controller_epoch",
+                "leader",
+                "leader_epoch",
+                "isr",
+                "partition_epoch",
+                "replicas",
+                "adding_replicas",
+                "removing_replicas",
+                "is_new",
+                "leader_recovery_state",
+            ],
+            |key, value| {
+                match key {
+                    "topic_name" => out.topic_name = FromPy::from_py(value)?,
+                    "partition_index" => out.partition_index = FromPy::from_py(value)?,
+                    "controller_epoch" => out.controller_epoch = FromPy::from_py(value)?,
+                    "leader" => out.leader = FromPy::from_py(value)?,
+                    "leader_epoch" => out.leader_epoch = FromPy::from_py(value)?,
+                    "isr" => out.isr = FromPy::from_py(value)?,
+                    "partition_epoch" => out.partition_epoch = FromPy::from_py(value)?,
+                    "replicas" => out.replicas = FromPy::from_py(value)?,
+                    "adding_replicas" => out.adding_replicas = FromPy::from_py(value)?,
+                    "removing_replicas" => out.removing_replicas = FromPy::from_py(value)?,
+                    "is_new" => out.is_new = FromPy::from_py(value)?,
+                    "leader_recovery_state" => out.leader_recovery_state = FromPy::from_py(value)?,
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(out)
+    }
+}
+
+impl ToPy for kp::messages::leader_and_isr_request::LeaderAndIsrRequest {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(intern!(py, "controller_id"), self.controller_id.to_py(py)?)?;
+        dict.set_item(
+            intern!(py, "is_k_raft_controller"),
+            self.is_k_raft_controller.to_py(py)?,
+        )?;
+        dict.set_item(
+            intern!(py, "controller_epoch"),
+            self.controller_epoch.to_py(py)?,
+        )?;
+        dict.set_item(intern!(py, "broker_epoch"), self.broker_epoch.to_py(py)?)?;
+        dict.set_item(intern!(py, "_type"), self._type.to_py(py)?)?;
+        dict.set_item(
+            intern!(py, "ungrouped_partition_states"),
+            self.ungrouped_partition_states.to_py(py)?,
+        )?;
+        dict.set_item(intern!(py, "topic_states"), self.topic_states.to_py(py)?)?;
+        dict.set_item(intern!(py, "live_leaders"), self.live_leaders.to_py(py)?)?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy for kp::messages::leader_and_isr_request::LeaderAndIsrRequest {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(
+            obj,
+            "LeaderAndIsrRequest",
+            &[
+                "controller_id",
+                "is_k_raft_controller",
+                "controller_epoch",
+                "broker_epoch",
+                "_type",
+                "ungrouped_partition_states",
+                "topic_states",
+                "live_leaders",
+            ],
+            |key, value| {
+                match key {
+                    "controller_id" => out.controller_id = FromPy::from_py(value)?,
+                    "is_k_raft_controller" => out.is_k_raft_controller = FromPy::from_py(value)?,
+                    "controller_epoch" => out.controller_epoch = FromPy::from_py(value)?,
+                    "broker_epoch" => out.broker_epoch = FromPy::from_py(value)?,
+                    "_type" => out._type = FromPy::from_py(value)?,
+                    "ungrouped_partition_states" => {
+                        out.ungrouped_partition_states = FromPy::from_py(value)?
+                    }
+                    "topic_states" => out.topic_states = FromPy::from_py(value)?,
+                    "live_leaders" => out.live_leaders = FromPy::from_py(value)?,
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(out)
+    }
+}
+
+impl ToPy for kp::messages::leader_and_isr_request::LeaderAndIsrTopicState {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(intern!(py, "topic_name"), self.topic_name.to_py(py)?)?;
+        dict.set_item(intern!(py, "topic_id"), self.topic_id.to_py(py)?)?;
+        dict.set_item(
+            intern!(py, "partition_states"),
+            self.partition_states.to_py(py)?,
+        )?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy for kp::messages::leader_and_isr_request::LeaderAndIsrTopicState {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(
+            obj,
+            "LeaderAndIsrTopicState",
+            &["topic_name", "topic_id", "partition_states"],
+            |key, value| {
+                match key {
+                    "topic_name" => out.topic_name = FromPy::from_py(value)?,
+                    "topic_id" => out.topic_id = FromPy::from_py(value)?,
+                    "partition_states" => out.partition_states = FromPy::from_py(value)?,
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(out)
+    }
+}
+
+impl ToPy for kp::messages::leader_and_isr_response::LeaderAndIsrPartitionError {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(intern!(py, "topic_name"), self.topic_name.to_py(py)?)?;
+        dict.set_item(
+            intern!(py, "partition_index"),
+            self.partition_index.to_py(py)?,
+        )?;
+        dict.set_item(intern!(py, "error_code"), self.error_code.to_py(py)?)?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy for kp::messages::leader_and_isr_response::LeaderAndIsrPartitionError {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(
+            obj,
+            "LeaderAndIsrPartitionError",
+            &["topic_name", "partition_index", "error_code"],
+            |key, value| {
+                match key {
+                    "topic_name" => out.topic_name = FromPy::from_py(value)?,
+                    "partition_index" => out.partition_index = FromPy::from_py(value)?,
+                    "error_code" => out.error_code = FromPy::from_py(value)?,
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(out)
+    }
+}
+
+impl ToPy for kp::messages::leader_and_isr_response::LeaderAndIsrResponse {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(intern!(py, "error_code"), self.error_code.to_py(py)?)?;
+        dict.set_item(
+            intern!(py, "partition_errors"),
+            self.partition_errors.to_py(py)?,
+        )?;
+        dict.set_item(intern!(py, "topics"), self.topics.to_py(py)?)?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy for kp::messages::leader_and_isr_response::LeaderAndIsrResponse {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(
+            obj,
+            "LeaderAndIsrResponse",
+            &["error_code", "partition_errors", "topics"],
+            |key, value| {
+                match key {
+                    "error_code" => out.error_code = FromPy::from_py(value)?,
+                    "partition_errors" => out.partition_errors = FromPy::from_py(value)?,
+                    "topics" => out.topics = FromPy::from_py(value)?,
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(out)
+    }
+}
+
+impl ToPy for kp::messages::leader_and_isr_response::LeaderAndIsrTopicError {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(intern!(py, "topic_id"), self.topic_id.to_py(py)?)?;
+        dict.set_item(
+            intern!(py, "partition_errors"),
+            self.partition_errors.to_py(py)?,
+        )?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy for kp::messages::leader_and_isr_response::LeaderAndIsrTopicError {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(
+            obj,
+            "LeaderAndIsrTopicError",
+            &["topic_id", "partition_errors"],
+            |key, value| {
+                match key {
+                    "topic_id" => out.topic_id = FromPy::from_py(value)?,
+                    "partition_errors" => out.partition_errors = FromPy::from_py(value)?,
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(out)
+    }
+}
+
 impl ToPy for kp::messages::leader_change_message::LeaderChangeMessage {
     fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let dict = PyDict::new(py);
@@ -16213,6 +16656,267 @@ impl FromPy for kp::messages::snapshot_header_record::SnapshotHeaderRecord {
     }
 }
 
+impl ToPy for kp::messages::stop_replica_request::StopReplicaPartitionState {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(
+            intern!(py, "partition_index"),
+            self.partition_index.to_py(py)?,
+        )?;
+        dict.set_item(intern!(py, "leader_epoch"), self.leader_epoch.to_py(py)?)?;
+        dict.set_item(
+            intern!(py, "delete_partition"),
+            self.delete_partition.to_py(py)?,
+        )?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy for kp::messages::stop_replica_request::StopReplicaPartitionState {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(
+            obj,
+            "StopReplicaPartitionState",
+            &["partition_index", "leader_epoch", "delete_partition"],
+            |key, value| {
+                match key {
+                    "partition_index" => out.partition_index = FromPy::from_py(value)?,
+                    "leader_epoch" => out.leader_epoch = FromPy::from_py(value)?,
+                    "delete_partition" => out.delete_partition = FromPy::from_py(value)?,
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(out)
+    }
+}
+
+impl ToPy for kp::messages::stop_replica_request::StopReplicaPartitionV0 {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(intern!(py, "topic_name"), self.topic_name.to_py(py)?)?;
+        dict.set_item(
+            intern!(py, "partition_index"),
+            self.partition_index.to_py(py)?,
+        )?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy for kp::messages::stop_replica_request::StopReplicaPartitionV0 {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(
+            obj,
+            "StopReplicaPartitionV0",
+            &["topic_name", "partition_index"],
+            |key, value| {
+                match key {
+                    "topic_name" => out.topic_name = FromPy::from_py(value)?,
+                    "partition_index" => out.partition_index = FromPy::from_py(value)?,
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(out)
+    }
+}
+
+impl ToPy for kp::messages::stop_replica_request::StopReplicaRequest {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(intern!(py, "controller_id"), self.controller_id.to_py(py)?)?;
+        dict.set_item(
+            intern!(py, "is_k_raft_controller"),
+            self.is_k_raft_controller.to_py(py)?,
+        )?;
+        dict.set_item(
+            intern!(py, "controller_epoch"),
+            self.controller_epoch.to_py(py)?,
+        )?;
+        dict.set_item(intern!(py, "broker_epoch"), self.broker_epoch.to_py(py)?)?;
+        dict.set_item(
+            intern!(py, "delete_partitions"),
+            self.delete_partitions.to_py(py)?,
+        )?;
+        dict.set_item(
+            intern!(py, "ungrouped_partitions"),
+            self.ungrouped_partitions.to_py(py)?,
+        )?;
+        dict.set_item(intern!(py, "topics"), self.topics.to_py(py)?)?;
+        dict.set_item(intern!(py, "topic_states"), self.topic_states.to_py(py)?)?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy for kp::messages::stop_replica_request::StopReplicaRequest {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(
+            obj,
+            "StopReplicaRequest",
+            &[
+                "controller_id",
+                "is_k_raft_controller",
+                "controller_epoch",
+                "broker_epoch",
+                "delete_partitions",
+                "ungrouped_partitions",
+                "topics",
+                "topic_states",
+            ],
+            |key, value| {
+                match key {
+                    "controller_id" => out.controller_id = FromPy::from_py(value)?,
+                    "is_k_raft_controller" => out.is_k_raft_controller = FromPy::from_py(value)?,
+                    "controller_epoch" => out.controller_epoch = FromPy::from_py(value)?,
+                    "broker_epoch" => out.broker_epoch = FromPy::from_py(value)?,
+                    "delete_partitions" => out.delete_partitions = FromPy::from_py(value)?,
+                    "ungrouped_partitions" => out.ungrouped_partitions = FromPy::from_py(value)?,
+                    "topics" => out.topics = FromPy::from_py(value)?,
+                    "topic_states" => out.topic_states = FromPy::from_py(value)?,
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(out)
+    }
+}
+
+impl ToPy for kp::messages::stop_replica_request::StopReplicaTopicState {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(intern!(py, "topic_name"), self.topic_name.to_py(py)?)?;
+        dict.set_item(
+            intern!(py, "partition_states"),
+            self.partition_states.to_py(py)?,
+        )?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy for kp::messages::stop_replica_request::StopReplicaTopicState {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(
+            obj,
+            "StopReplicaTopicState",
+            &["topic_name", "partition_states"],
+            |key, value| {
+                match key {
+                    "topic_name" => out.topic_name = FromPy::from_py(value)?,
+                    "partition_states" => out.partition_states = FromPy::from_py(value)?,
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(out)
+    }
+}
+
+impl ToPy for kp::messages::stop_replica_request::StopReplicaTopicV1 {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(intern!(py, "name"), self.name.to_py(py)?)?;
+        dict.set_item(
+            intern!(py, "partition_indexes"),
+            self.partition_indexes.to_py(py)?,
+        )?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy for kp::messages::stop_replica_request::StopReplicaTopicV1 {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(
+            obj,
+            "StopReplicaTopicV1",
+            &["name", "partition_indexes"],
+            |key, value| {
+                match key {
+                    "name" => out.name = FromPy::from_py(value)?,
+                    "partition_indexes" => out.partition_indexes = FromPy::from_py(value)?,
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(out)
+    }
+}
+
+impl ToPy for kp::messages::stop_replica_response::StopReplicaPartitionError {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(intern!(py, "topic_name"), self.topic_name.to_py(py)?)?;
+        dict.set_item(
+            intern!(py, "partition_index"),
+            self.partition_index.to_py(py)?,
+        )?;
+        dict.set_item(intern!(py, "error_code"), self.error_code.to_py(py)?)?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy for kp::messages::stop_replica_response::StopReplicaPartitionError {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(
+            obj,
+            "StopReplicaPartitionError",
+            &["topic_name", "partition_index", "error_code"],
+            |key, value| {
+                match key {
+                    "topic_name" => out.topic_name = FromPy::from_py(value)?,
+                    "partition_index" => out.partition_index = FromPy::from_py(value)?,
+                    "error_code" => out.error_code = FromPy::from_py(value)?,
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(out)
+    }
+}
+
+impl ToPy for kp::messages::stop_replica_response::StopReplicaResponse {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(intern!(py, "error_code"), self.error_code.to_py(py)?)?;
+        dict.set_item(
+            intern!(py, "partition_errors"),
+            self.partition_errors.to_py(py)?,
+        )?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy for kp::messages::stop_replica_response::StopReplicaResponse {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(
+            obj,
+            "StopReplicaResponse",
+            &["error_code", "partition_errors"],
+            |key, value| {
+                match key {
+                    "error_code" => out.error_code = FromPy::from_py(value)?,
+                    "partition_errors" => out.partition_errors = FromPy::from_py(value)?,
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(out)
+    }
+}
+
 impl ToPy for kp::messages::sync_group_request::SyncGroupRequest {
     fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let dict = PyDict::new(py);
@@ -16766,6 +17470,261 @@ impl FromPy for kp::messages::update_features_response::UpdateFeaturesResponse {
                     "error_code" => out.error_code = FromPy::from_py(value)?,
                     "error_message" => out.error_message = FromPy::from_py(value)?,
                     "results" => out.results = FromPy::from_py(value)?,
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(out)
+    }
+}
+
+impl ToPy for kp::messages::update_metadata_request::UpdateMetadataBroker {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(intern!(py, "id"), self.id.to_py(py)?)?;
+        dict.set_item(intern!(py, "v0_host"), self.v0_host.to_py(py)?)?;
+        dict.set_item(intern!(py, "v0_port"), self.v0_port.to_py(py)?)?;
+        dict.set_item(intern!(py, "endpoints"), self.endpoints.to_py(py)?)?;
+        dict.set_item(intern!(py, "rack"), self.rack.to_py(py)?)?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy for kp::messages::update_metadata_request::UpdateMetadataBroker {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(
+            obj,
+            "UpdateMetadataBroker",
+            &["id", "v0_host", "v0_port", "endpoints", "rack"],
+            |key, value| {
+                match key {
+                    "id" => out.id = FromPy::from_py(value)?,
+                    "v0_host" => out.v0_host = FromPy::from_py(value)?,
+                    "v0_port" => out.v0_port = FromPy::from_py(value)?,
+                    "endpoints" => out.endpoints = FromPy::from_py(value)?,
+                    "rack" => out.rack = FromPy::from_py(value)?,
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(out)
+    }
+}
+
+impl ToPy for kp::messages::update_metadata_request::UpdateMetadataEndpoint {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(intern!(py, "port"), self.port.to_py(py)?)?;
+        dict.set_item(intern!(py, "host"), self.host.to_py(py)?)?;
+        dict.set_item(intern!(py, "listener"), self.listener.to_py(py)?)?;
+        dict.set_item(
+            intern!(py, "security_protocol"),
+            self.security_protocol.to_py(py)?,
+        )?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy for kp::messages::update_metadata_request::UpdateMetadataEndpoint {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(
+            obj,
+            "UpdateMetadataEndpoint",
+            &["port", "host", "listener", "security_protocol"],
+            |key, value| {
+                match key {
+                    "port" => out.port = FromPy::from_py(value)?,
+                    "host" => out.host = FromPy::from_py(value)?,
+                    "listener" => out.listener = FromPy::from_py(value)?,
+                    "security_protocol" => out.security_protocol = FromPy::from_py(value)?,
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(out)
+    }
+}
+
+impl ToPy for kp::messages::update_metadata_request::UpdateMetadataPartitionState {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(intern!(py, "topic_name"), self.topic_name.to_py(py)?)?;
+        dict.set_item(
+            intern!(py, "partition_index"),
+            self.partition_index.to_py(py)?,
+        )?;
+        dict.set_item(
+            intern!(py, "controller_epoch"),
+            self.controller_epoch.to_py(py)?,
+        )?;
+        dict.set_item(intern!(py, "leader"), self.leader.to_py(py)?)?;
+        dict.set_item(intern!(py, "leader_epoch"), self.leader_epoch.to_py(py)?)?;
+        dict.set_item(intern!(py, "isr"), self.isr.to_py(py)?)?;
+        dict.set_item(intern!(py, "zk_version"), self.zk_version.to_py(py)?)?;
+        dict.set_item(intern!(py, "replicas"), self.replicas.to_py(py)?)?;
+        dict.set_item(
+            intern!(py, "offline_replicas"),
+            self.offline_replicas.to_py(py)?,
+        )?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy for kp::messages::update_metadata_request::UpdateMetadataPartitionState {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(
+            obj,
+            "UpdateMetadataPartitionState",
+            &[
+                "topic_name",
+                "partition_index",
+                "controller_epoch",
+                "leader",
+                "leader_epoch",
+                "isr",
+                "zk_version",
+                "replicas",
+                "offline_replicas",
+            ],
+            |key, value| {
+                match key {
+                    "topic_name" => out.topic_name = FromPy::from_py(value)?,
+                    "partition_index" => out.partition_index = FromPy::from_py(value)?,
+                    "controller_epoch" => out.controller_epoch = FromPy::from_py(value)?,
+                    "leader" => out.leader = FromPy::from_py(value)?,
+                    "leader_epoch" => out.leader_epoch = FromPy::from_py(value)?,
+                    "isr" => out.isr = FromPy::from_py(value)?,
+                    "zk_version" => out.zk_version = FromPy::from_py(value)?,
+                    "replicas" => out.replicas = FromPy::from_py(value)?,
+                    "offline_replicas" => out.offline_replicas = FromPy::from_py(value)?,
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(out)
+    }
+}
+
+impl ToPy for kp::messages::update_metadata_request::UpdateMetadataRequest {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(intern!(py, "controller_id"), self.controller_id.to_py(py)?)?;
+        dict.set_item(
+            intern!(py, "is_k_raft_controller"),
+            self.is_k_raft_controller.to_py(py)?,
+        )?;
+        dict.set_item(intern!(py, "_type"), self._type.to_py(py)?)?;
+        dict.set_item(
+            intern!(py, "controller_epoch"),
+            self.controller_epoch.to_py(py)?,
+        )?;
+        dict.set_item(intern!(py, "broker_epoch"), self.broker_epoch.to_py(py)?)?;
+        dict.set_item(
+            intern!(py, "ungrouped_partition_states"),
+            self.ungrouped_partition_states.to_py(py)?,
+        )?;
+        dict.set_item(intern!(py, "topic_states"), self.topic_states.to_py(py)?)?;
+        dict.set_item(intern!(py, "live_brokers"), self.live_brokers.to_py(py)?)?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy for kp::messages::update_metadata_request::UpdateMetadataRequest {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(
+            obj,
+            "UpdateMetadataRequest",
+            &[
+                "controller_id",
+                "is_k_raft_controller",
+                "_type",
+                "controller_epoch",
+                "broker_epoch",
+                "ungrouped_partition_states",
+                "topic_states",
+                "live_brokers",
+            ],
+            |key, value| {
+                match key {
+                    "controller_id" => out.controller_id = FromPy::from_py(value)?,
+                    "is_k_raft_controller" => out.is_k_raft_controller = FromPy::from_py(value)?,
+                    "_type" => out._type = FromPy::from_py(value)?,
+                    "controller_epoch" => out.controller_epoch = FromPy::from_py(value)?,
+                    "broker_epoch" => out.broker_epoch = FromPy::from_py(value)?,
+                    "ungrouped_partition_states" => {
+                        out.ungrouped_partition_states = FromPy::from_py(value)?
+                    }
+                    "topic_states" => out.topic_states = FromPy::from_py(value)?,
+                    "live_brokers" => out.live_brokers = FromPy::from_py(value)?,
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(out)
+    }
+}
+
+impl ToPy for kp::messages::update_metadata_request::UpdateMetadataTopicState {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(intern!(py, "topic_name"), self.topic_name.to_py(py)?)?;
+        dict.set_item(intern!(py, "topic_id"), self.topic_id.to_py(py)?)?;
+        dict.set_item(
+            intern!(py, "partition_states"),
+            self.partition_states.to_py(py)?,
+        )?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy for kp::messages::update_metadata_request::UpdateMetadataTopicState {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(
+            obj,
+            "UpdateMetadataTopicState",
+            &["topic_name", "topic_id", "partition_states"],
+            |key, value| {
+                match key {
+                    "topic_name" => out.topic_name = FromPy::from_py(value)?,
+                    "topic_id" => out.topic_id = FromPy::from_py(value)?,
+                    "partition_states" => out.partition_states = FromPy::from_py(value)?,
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(out)
+    }
+}
+
+impl ToPy for kp::messages::update_metadata_response::UpdateMetadataResponse {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(intern!(py, "error_code"), self.error_code.to_py(py)?)?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy for kp::messages::update_metadata_response::UpdateMetadataResponse {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(
+            obj,
+            "UpdateMetadataResponse",
+            &["error_code"],
+            |key, value| {
+                match key {
+                    "error_code" => out.error_code = FromPy::from_py(value)?,
                     _ => return Ok(false),
                 }
                 Ok(true)
@@ -18235,6 +19194,18 @@ impl ForVersion for kp::messages::consumer_group_heartbeat_response::TopicPartit
     fn retain_version(&mut self, _version: i16) {}
 }
 
+impl ForVersion for kp::messages::controlled_shutdown_response::ControlledShutdownResponse {
+    fn retain_version(&mut self, version: i16) {
+        for x in &mut self.remaining_partitions {
+            x.retain_version(version);
+        }
+    }
+}
+
+impl ForVersion for kp::messages::controlled_shutdown_response::RemainingPartition {
+    fn retain_version(&mut self, _version: i16) {}
+}
+
 impl ForVersion for kp::messages::controller_registration_response::ControllerRegistrationResponse {
     fn retain_version(&mut self, _version: i16) {}
 }
@@ -19327,6 +20298,57 @@ impl ForVersion for kp::messages::join_group_response::JoinGroupResponseMember {
     }
 }
 
+impl ForVersion for kp::messages::leader_and_isr_response::LeaderAndIsrPartitionError {
+    fn retain_version(&mut self, version: i16) {
+        if version >= 5 {
+            self.topic_name = Self::default().topic_name;
+        }
+    }
+}
+
+impl ForVersion for kp::messages::leader_and_isr_response::LeaderAndIsrResponse {
+    fn retain_version(&mut self, version: i16) {
+        {
+            let d = Self::default();
+            if version >= 5 {
+                self.partition_errors = d.partition_errors;
+            }
+            if version <= 4 {
+                self.topics = d.topics;
+            }
+        }
+        if version <= 4 {
+            for x in &mut self.partition_errors {
+                x.retain_version(version);
+            }
+        }
+        if version >= 5 {
+            for x in &mut self.topics {
+                x.retain_version(version);
+            }
+        }
+    }
+}
+
+impl ForVersion for kp::messages::leader_and_isr_response::LeaderAndIsrTopicError {
+    fn retain_version(&mut self, version: i16) {
+        if version <= 4 {
+            let d = Self::default();
+            if version <= 4 {
+                self.topic_id = d.topic_id;
+            }
+            if version <= 4 {
+                self.partition_errors = d.partition_errors;
+            }
+        }
+        if version >= 5 {
+            for x in &mut self.partition_errors {
+                x.retain_version(version);
+            }
+        }
+    }
+}
+
 impl ForVersion for kp::messages::leave_group_response::LeaveGroupResponse {
     fn retain_version(&mut self, version: i16) {
         if version <= 2 {
@@ -20059,6 +21081,18 @@ impl ForVersion for kp::messages::share_group_heartbeat_response::TopicPartition
     fn retain_version(&mut self, _version: i16) {}
 }
 
+impl ForVersion for kp::messages::stop_replica_response::StopReplicaPartitionError {
+    fn retain_version(&mut self, _version: i16) {}
+}
+
+impl ForVersion for kp::messages::stop_replica_response::StopReplicaResponse {
+    fn retain_version(&mut self, version: i16) {
+        for x in &mut self.partition_errors {
+            x.retain_version(version);
+        }
+    }
+}
+
 impl ForVersion for kp::messages::sync_group_response::SyncGroupResponse {
     fn retain_version(&mut self, version: i16) {
         if version <= 4 {
@@ -20115,6 +21149,10 @@ impl ForVersion for kp::messages::update_features_response::UpdateFeaturesRespon
             }
         }
     }
+}
+
+impl ForVersion for kp::messages::update_metadata_response::UpdateMetadataResponse {
+    fn retain_version(&mut self, _version: i16) {}
 }
 
 impl ForVersion for kp::messages::update_raft_voter_response::CurrentLeader {

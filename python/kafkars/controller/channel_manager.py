@@ -1,0 +1,161 @@
+"""Kafka's `ControllerChannelManager`: one connection and send thread per live broker;
+requests to a broker go out in order and are retried until it answers or leaves."""
+
+from __future__ import annotations
+
+import logging
+import queue
+import socket
+import struct
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from kafkars import _core
+
+log = logging.getLogger("kafkars.controller.ControllerChannelManager")
+
+Callback = Callable[[dict[str, Any]], None]
+_RETRY_BACKOFF_S = 0.1
+
+
+class _RequestSendThread:
+    def __init__(self, controller_id: int, broker_id: int, endpoint: tuple[str, int]) -> None:
+        self.controller_id = controller_id
+        self.broker_id = broker_id
+        self.endpoint = endpoint
+        self.queue: queue.Queue[tuple[int, int, dict[str, Any], Callback | None] | None] = (
+            queue.Queue()
+        )
+        self._sock: socket.socket | None = None
+        self._correlation = 0
+        self._running = True
+        self._thread = threading.Thread(
+            target=self._run, name=f"Controller-{controller_id}-to-broker-{broker_id}", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._running = False
+        self.queue.put(None)
+        self._close()
+
+    def _close(self) -> None:
+        if self._sock is not None:
+            try:
+                self._sock.close()
+            finally:
+                self._sock = None
+
+    def _run(self) -> None:
+        while self._running:
+            item = self.queue.get()
+            if item is None:
+                return
+            api_key, version, body, callback = item
+            while self._running:
+                try:
+                    response = self._call(api_key, version, body)
+                except (OSError, struct.error) as e:
+                    # The broker is restarting or unreachable: retry until it is removed.
+                    log.debug("Request %s to broker %s failed: %s", api_key, self.broker_id, e)
+                    self._close()
+                    time.sleep(_RETRY_BACKOFF_S)
+                    continue
+                except ValueError as e:
+                    # Cannot be encoded or answered sensibly: retrying would not help.
+                    log.error("Request %s to broker %s failed: %s", api_key, self.broker_id, e)
+                    self._close()
+                    break
+                if callback is not None:
+                    try:
+                        callback(response)
+                    except Exception:
+                        log.exception("Controller callback failed")
+                break
+
+    def _call(self, api_key: int, version: int, body: dict[str, Any]) -> dict[str, Any]:
+        if self._sock is None:
+            self._sock = socket.create_connection(self.endpoint, timeout=30)
+            self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._correlation += 1
+        codec = _core.protocol
+        client_id = f"controller-{self.controller_id}"
+        self._sock.sendall(
+            codec.encode_request(api_key, version, self._correlation, client_id, body)
+        )
+        size = struct.unpack(">i", self._recv(4))[0]
+        return codec.decode_response(api_key, version, self._correlation, self._recv(size))
+
+    def _recv(self, n: int) -> bytes:
+        assert self._sock is not None
+        return _recv_exact(self._sock, n)
+
+
+class ControllerChannelManager:
+    def __init__(self, controller_id: int) -> None:
+        self.controller_id = controller_id
+        self._brokers: dict[int, _RequestSendThread] = {}
+        self._lock = threading.Lock()
+
+    def add_broker(self, broker_id: int, endpoint: tuple[str, int]) -> None:
+        with self._lock:
+            existing = self._brokers.get(broker_id)
+            if existing is not None and existing.endpoint == endpoint:
+                return
+            if existing is not None:
+                existing.stop()
+            self._brokers[broker_id] = _RequestSendThread(self.controller_id, broker_id, endpoint)
+
+    def remove_broker(self, broker_id: int) -> None:
+        with self._lock:
+            thread = self._brokers.pop(broker_id, None)
+        if thread is not None:
+            thread.stop()
+
+    def send(
+        self,
+        broker_id: int,
+        api_key: int,
+        version: int,
+        body: dict[str, Any],
+        callback: Callback | None = None,
+    ) -> None:
+        with self._lock:
+            thread = self._brokers.get(broker_id)
+        if thread is not None:
+            thread.queue.put((api_key, version, body, callback))
+
+    def shutdown(self) -> None:
+        with self._lock:
+            threads, self._brokers = list(self._brokers.values()), {}
+        for t in threads:
+            t.stop()
+
+
+def call_broker(
+    endpoint: tuple[str, int],
+    api_key: int,
+    version: int,
+    body: dict[str, Any],
+    *,
+    client_id: str,
+    timeout_s: float = 30.0,
+) -> dict[str, Any]:
+    """One request on a fresh connection (a broker asking the controller)."""
+    codec = _core.protocol
+    with socket.create_connection(endpoint, timeout=timeout_s) as sock:
+        sock.sendall(codec.encode_request(api_key, version, 1, client_id, body))
+        size = struct.unpack(">i", _recv_exact(sock, 4))[0]
+        return codec.decode_response(api_key, version, 1, _recv_exact(sock, size))
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    out = bytearray()
+    while len(out) < n:
+        chunk = sock.recv(n - len(out))
+        if not chunk:
+            raise ConnectionError("broker closed the connection")
+        out += chunk
+    return bytes(out)

@@ -1,0 +1,620 @@
+"""Kafka's `KafkaController` (ZooKeeper mode): elected through the ephemeral /controller
+znode with an epoch in /controller_epoch that fences a deposed controller's writes.
+
+All work is an event on `ControllerEventManager`'s queue. On winning the election the
+controller reads brokers, topics and partition states, elects leaders where needed and
+sends every live broker UpdateMetadata and LeaderAndIsr. Afterwards it reacts to broker
+arrival and loss (/brokers/ids), new topics and partitions (/brokers/topics), topic
+deletion (/admin/delete_topics), ISR changes the leaders wrote (/isr_change_notification)
+and ControlledShutdown requests. Partition state changes are written to ZooKeeper first
+(conditionally on the controller epoch), then sent to the brokers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafkars.controller.channel_manager import ControllerChannelManager
+from kafkars.controller.election import (
+    controlled_shutdown_leader,
+    offline_partition_leader,
+)
+from kafkars.controller.event_manager import ControllerEventManager
+from kafkars.zk.kafka_zk_client import ControllerMovedError, KafkaZkClient
+from kafkars.zk.zk_data import BrokerInfo, LeaderIsrAndControllerEpoch, TopicAssignment
+
+log = logging.getLogger("kafkars.controller.KafkaController")
+
+LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA = 4, 5, 6
+LEADER_AND_ISR_VERSION, STOP_REPLICA_VERSION, UPDATE_METADATA_VERSION = 5, 3, 7
+NO_LEADER = -1
+# The leader Kafka sends in UpdateMetadata for a partition being deleted.
+LEADER_DURING_DELETE = -2
+SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
+
+TopicPartition = tuple[str, int]
+
+
+# -- events ----------------------------------------------------------------------------------
+@dataclass
+class Startup:
+    pass
+
+
+@dataclass
+class Reelect:
+    pass
+
+
+@dataclass
+class Expire:
+    pass
+
+
+@dataclass
+class BrokerChange:
+    pass
+
+
+@dataclass
+class TopicChange:
+    pass
+
+
+@dataclass
+class PartitionModifications:
+    topic: str
+
+
+@dataclass
+class TopicDeletion:
+    pass
+
+
+@dataclass
+class IsrChangeNotification:
+    pass
+
+
+@dataclass
+class ControlledShutdown:
+    broker_id: int
+    reply: Callable[[int, list[TopicPartition]], None]
+
+
+@dataclass
+class Resign:
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+# -- state -----------------------------------------------------------------------------------
+@dataclass
+class ControllerContext:
+    """What the active controller knows (Kafka's ControllerContext)."""
+
+    epoch: int = 0
+    epoch_zk_version: int = 0
+    live: dict[int, BrokerInfo] = field(default_factory=dict)
+    assignments: dict[str, TopicAssignment] = field(default_factory=dict)
+    states: dict[TopicPartition, LeaderIsrAndControllerEpoch] = field(default_factory=dict)
+    shutting_down: set[int] = field(default_factory=set)
+
+    def partitions(self) -> list[TopicPartition]:
+        return [(t, p) for t, a in self.assignments.items() for p in sorted(a.partitions)]
+
+    def replicas(self, tp: TopicPartition) -> list[int]:
+        return self.assignments[tp[0]].partitions.get(tp[1], [])
+
+
+class KafkaController:
+    """Runs on every broker; acts only while this broker is the elected controller."""
+
+    def __init__(
+        self,
+        zk: KafkaZkClient,
+        broker_id: int,
+        *,
+        inter_broker_listener: str,
+        unclean_leader_election: Callable[[str], bool],
+    ) -> None:
+        self.zk = zk
+        self.broker_id = broker_id
+        self.inter_broker_listener = inter_broker_listener
+        self._unclean = unclean_leader_election
+        self.ctx = ControllerContext()
+        self.active = False
+        self.active_controller_id = -1
+        self.channel = ControllerChannelManager(broker_id)
+        self.events = ControllerEventManager(self._process)
+        self._watched_topics: set[str] = set()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def startup(self) -> None:
+        self.events.start()
+        self.events.put(Startup())
+
+    def shutdown(self) -> None:
+        resign = Resign()
+        self.events.put(resign)
+        resign.done.wait(timeout=10)
+        self.events.close()
+        self.channel.shutdown()
+
+    def controlled_shutdown(
+        self, broker_id: int, reply: Callable[[int, list[TopicPartition]], None]
+    ) -> None:
+        self.events.put(ControlledShutdown(broker_id, reply))
+
+    def on_session_expired(self) -> None:
+        self.events.put(Expire())
+
+    # -- watches: they only queue events ------------------------------------------------------
+    def _watch(self, event: Any) -> Callable[[Any], None]:
+        return lambda _: self.events.put(event)
+
+    # -- the event loop ----------------------------------------------------------------------
+    def _process(self, event: Any) -> None:
+        if isinstance(event, (Startup, Reelect)):
+            self._elect()
+        elif isinstance(event, Expire):
+            self._resign()
+            self._elect()
+        elif isinstance(event, Resign):
+            self._resign()
+            event.done.set()
+        elif isinstance(event, ControlledShutdown):
+            self._on_controlled_shutdown(event)
+        elif not self.active:
+            return
+        else:
+            try:
+                if isinstance(event, BrokerChange):
+                    self._on_broker_change()
+                elif isinstance(event, TopicChange):
+                    self._on_topic_change()
+                elif isinstance(event, PartitionModifications):
+                    self._on_partition_modifications(event.topic)
+                elif isinstance(event, TopicDeletion):
+                    self._on_topic_deletion()
+                elif isinstance(event, IsrChangeNotification):
+                    self._on_isr_change()
+            except ControllerMovedError:
+                log.info("Controller moved to another broker; resigning")
+                self._resign()
+                self._elect()
+
+    # -- election ----------------------------------------------------------------------------
+    def _elect(self) -> None:
+        current = self.zk.get_controller_id(watch=self._watch(Reelect()))
+        if current is not None:
+            self.active_controller_id = current
+            if current == self.broker_id and not self.active:
+                # Our own node from before (session moved on): give it up and retry.
+                self.zk.delete_controller(self.broker_id)
+                self.events.put(Reelect())
+            return
+        won = self.zk.register_controller_and_increment_epoch(self.broker_id)
+        if won is None:
+            self.active_controller_id = (
+                self.zk.get_controller_id(watch=self._watch(Reelect())) or -1
+            )
+            return
+        self.ctx = ControllerContext(epoch=won[0], epoch_zk_version=won[1])
+        self.active = True
+        self.active_controller_id = self.broker_id
+        # Re-arm the watch on /controller so losing it is noticed.
+        self.zk.get_controller_id(watch=self._watch(Reelect()))
+        log.info("[Controller id=%s] elected, epoch %s", self.broker_id, won[0])
+        try:
+            self._on_controller_failover()
+        except ControllerMovedError:
+            self._resign()
+
+    def _resign(self) -> None:
+        if not self.active:
+            return
+        log.info("[Controller id=%s] resigning", self.broker_id)
+        self.active = False
+        self.channel.shutdown()
+        self.channel = ControllerChannelManager(self.broker_id)
+        self._watched_topics.clear()
+        with contextlib.suppress(Exception):
+            self.zk.delete_controller(self.broker_id)
+
+    def _on_controller_failover(self) -> None:
+        self._read_brokers()
+        self._read_topics()
+        for name in self.zk.get_isr_change_notifications(
+            watch=self._watch(IsrChangeNotification())
+        ):
+            self.zk.read_and_delete_isr_change(name)
+        # Partitions without a live leader get one now; new partitions get their state.
+        changed = self._elect_offline_leaders(self.ctx.partitions())
+        self._send_update_metadata(list(self.ctx.live), self.ctx.partitions())
+        for broker in self.ctx.live:
+            self._send_leader_and_isr(broker, self._partitions_on(broker))
+        del changed
+        self._on_topic_deletion()
+
+    # -- brokers -----------------------------------------------------------------------------
+    def _read_brokers(self) -> tuple[set[int], set[int]]:
+        brokers = self.zk.get_all_brokers(watch=self._watch(BrokerChange()))
+        before = set(self.ctx.live)
+        self.ctx.live = brokers
+        for broker_id, info in brokers.items():
+            endpoint = info.endpoints.get(self.inter_broker_listener)
+            if endpoint is not None:
+                self.channel.add_broker(broker_id, endpoint)
+        for gone in before - set(brokers):
+            self.channel.remove_broker(gone)
+        return set(brokers) - before, before - set(brokers)
+
+    def _on_broker_change(self) -> None:
+        new, dead = self._read_brokers()
+        if dead:
+            log.info("[Controller id=%s] brokers lost: %s", self.broker_id, sorted(dead))
+            self.ctx.shutting_down -= dead
+            self._on_broker_failure(dead)
+        if new:
+            log.info("[Controller id=%s] brokers joined: %s", self.broker_id, sorted(new))
+            self._on_broker_startup(new)
+
+    def _on_broker_failure(self, dead: set[int]) -> None:
+        changed: list[TopicPartition] = []
+        for tp, state in list(self.ctx.states.items()):
+            if state.leader in dead:
+                changed += self._elect_offline_leaders([tp])
+            elif any(b in dead for b in state.isr) and state.leader != NO_LEADER:
+                isr = [b for b in state.isr if b not in dead]
+                self._write_state(tp, state.leader, isr)
+                changed.append(tp)
+        self._send_update_metadata(list(self.ctx.live), changed or self.ctx.partitions())
+        self._send_leader_and_isr_to_replicas(changed)
+
+    def _on_broker_startup(self, new: set[int]) -> None:
+        self._send_update_metadata(list(self.ctx.live), self.ctx.partitions())
+        for broker in new:
+            self._send_leader_and_isr(broker, self._partitions_on(broker))
+        offline = [tp for tp, s in self.ctx.states.items() if s.leader == NO_LEADER]
+        changed = self._elect_offline_leaders(offline)
+        if changed:
+            self._send_update_metadata(list(self.ctx.live), changed)
+            self._send_leader_and_isr_to_replicas(changed)
+
+    # -- topics ------------------------------------------------------------------------------
+    def _read_topics(self) -> list[TopicPartition]:
+        """Reads every topic's assignment and partition states; returns partitions that
+        have no state yet."""
+        topics = self.zk.get_all_topics(watch=self._watch(TopicChange()))
+        fresh: list[TopicPartition] = []
+        for topic in topics - set(self.ctx.assignments):
+            fresh += self._read_topic(topic)
+        for gone in set(self.ctx.assignments) - topics:
+            self._forget_topic(gone)
+        return fresh
+
+    def _read_topic(self, topic: str) -> list[TopicPartition]:
+        try:
+            assignment = self.zk.get_topic_assignment(
+                topic, watch=self._watch(PartitionModifications(topic))
+            )
+        except Exception:
+            return []
+        self._watched_topics.add(topic)
+        self.ctx.assignments[topic] = assignment
+        fresh = []
+        for p in sorted(assignment.partitions):
+            state = self.zk.get_partition_state(topic, p)
+            if state is None:
+                fresh.append((topic, p))
+            else:
+                self.ctx.states[(topic, p)] = state
+        return fresh
+
+    def _forget_topic(self, topic: str) -> None:
+        self.ctx.assignments.pop(topic, None)
+        for tp in [tp for tp in self.ctx.states if tp[0] == topic]:
+            del self.ctx.states[tp]
+
+    def _on_topic_change(self) -> None:
+        fresh = self._read_topics()
+        self._on_new_partitions(fresh)
+
+    def _on_partition_modifications(self, topic: str) -> None:
+        try:
+            assignment = self.zk.get_topic_assignment(
+                topic, watch=self._watch(PartitionModifications(topic))
+            )
+        except Exception:
+            return
+        known = self.ctx.assignments.get(topic)
+        self.ctx.assignments[topic] = assignment
+        added = [
+            (topic, p)
+            for p in sorted(assignment.partitions)
+            if known is None or p not in known.partitions
+        ]
+        self._on_new_partitions(added)
+
+    def _on_new_partitions(self, partitions: list[TopicPartition]) -> None:
+        """Kafka's onNewPartitionCreation: the first live replica leads, the live replicas
+        are the ISR, epoch 0; written to ZooKeeper, then sent."""
+        if not partitions:
+            return
+        created = []
+        for tp in partitions:
+            live = [b for b in self.ctx.replicas(tp) if b in self.ctx.live]
+            leader = live[0] if live else NO_LEADER
+            state = LeaderIsrAndControllerEpoch(leader, 0, live, self.ctx.epoch)
+            self.ctx.states[tp] = self.zk.create_partition_state(
+                tp[0], tp[1], state, self.ctx.epoch_zk_version
+            )
+            created.append(tp)
+        self._send_leader_and_isr_to_replicas(created, is_new=True)
+        self._send_update_metadata(list(self.ctx.live), created)
+
+    def _on_topic_deletion(self) -> None:
+        to_delete = self.zk.get_topics_to_delete(watch=self._watch(TopicDeletion()))
+        for topic in to_delete:
+            assignment = self.ctx.assignments.get(topic)
+            if assignment is not None:
+                partitions = [(topic, p) for p in sorted(assignment.partitions)]
+                self._send_update_metadata(list(self.ctx.live), partitions, deleting=True)
+                by_broker: dict[int, list[TopicPartition]] = {}
+                for tp in partitions:
+                    for b in self.ctx.replicas(tp):
+                        by_broker.setdefault(b, []).append(tp)
+                for broker, tps in by_broker.items():
+                    self._send_stop_replica(broker, tps, delete=True)
+                self._forget_topic(topic)
+                self._watched_topics.discard(topic)
+            self.zk.delete_topic_znodes(topic)
+            self.zk.delete_topic_deletion_marker(topic)
+            log.info("[Controller id=%s] deleted topic %s", self.broker_id, topic)
+
+    def _on_isr_change(self) -> None:
+        changed: list[TopicPartition] = []
+        names = self.zk.get_isr_change_notifications(watch=self._watch(IsrChangeNotification()))
+        for name in names:
+            for tp in self.zk.read_and_delete_isr_change(name):
+                if tp in self.ctx.states:
+                    state = self.zk.get_partition_state(*tp)
+                    if state is not None:
+                        self.ctx.states[tp] = state
+                        changed.append(tp)
+        if changed:
+            self._send_update_metadata(list(self.ctx.live), sorted(set(changed)))
+
+    # -- controlled shutdown ------------------------------------------------------------------
+    def _on_controlled_shutdown(self, event: ControlledShutdown) -> None:
+        if not self.active:
+            event.reply(41, [])  # NOT_CONTROLLER
+            return
+        if event.broker_id not in self.ctx.live:
+            event.reply(15, [])  # BROKER_NOT_AVAILABLE
+            return
+        self.ctx.shutting_down.add(event.broker_id)
+        moved: list[TopicPartition] = []
+        stopped: list[TopicPartition] = []
+        for tp, state in list(self.ctx.states.items()):
+            if event.broker_id not in self.ctx.replicas(tp) or len(self.ctx.replicas(tp)) < 2:
+                continue
+            if state.leader == event.broker_id:
+                choice = controlled_shutdown_leader(
+                    self.ctx.replicas(tp), state.isr, set(self.ctx.live), self.ctx.shutting_down
+                )
+                if choice is not None:
+                    self._write_state(tp, choice[0], choice[1])
+                    moved.append(tp)
+            elif event.broker_id in state.isr:
+                isr = [b for b in state.isr if b != event.broker_id]
+                self._write_state(tp, state.leader, isr)
+                moved.append(tp)
+                stopped.append(tp)
+        self._send_leader_and_isr_to_replicas(moved)
+        if stopped:
+            self._send_stop_replica(event.broker_id, stopped, delete=False)
+        self._send_update_metadata(list(self.ctx.live), moved)
+        remaining = [
+            tp
+            for tp, s in self.ctx.states.items()
+            if s.leader == event.broker_id and len(self.ctx.replicas(tp)) > 1
+        ]
+        event.reply(0, remaining)
+
+    # -- leader election ----------------------------------------------------------------------
+    def _elect_offline_leaders(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
+        """Elects a leader for each partition whose leader is not live (or that has no
+        state yet); writes the new states. Returns the partitions that changed."""
+        changed = []
+        live = set(self.ctx.live) - self.ctx.shutting_down
+        for tp in partitions:
+            state = self.ctx.states.get(tp)
+            if state is None:
+                self._on_new_partitions([tp])
+                continue
+            if state.leader in live:
+                continue
+            choice = offline_partition_leader(
+                self.ctx.replicas(tp), state.isr, live, self._unclean(tp[0])
+            )
+            if choice is None:
+                if state.leader != NO_LEADER:
+                    # Offline: no leader, the ISR stays as the last one (Kafka keeps it so
+                    # the last in-sync replica can lead again when it returns).
+                    self._write_state(tp, NO_LEADER, state.isr)
+                    changed.append(tp)
+                continue
+            self._write_state(tp, choice[0], choice[1])
+            changed.append(tp)
+        return changed
+
+    def _write_state(self, tp: TopicPartition, leader: int, isr: list[int]) -> None:
+        """A new leader epoch for `tp`, written conditionally on the state znode's version
+        (re-read once if a leader's ISR write came between) and the controller epoch."""
+        for _ in range(3):
+            state = self.ctx.states[tp]
+            new = LeaderIsrAndControllerEpoch(
+                leader, state.leader_epoch + 1, isr, self.ctx.epoch, state.zk_version
+            )
+            try:
+                self.ctx.states[tp] = self.zk.update_partition_state(
+                    tp[0], tp[1], new, state.zk_version, self.ctx.epoch_zk_version
+                )
+                return
+            except ControllerMovedError:
+                raise
+            except Exception:
+                fresh = self.zk.get_partition_state(*tp)
+                if fresh is None:
+                    return
+                self.ctx.states[tp] = fresh
+                # Keep only live members of the ISR the leader wrote meanwhile.
+                if leader == fresh.leader:
+                    isr = [b for b in fresh.isr if b in isr or b == leader]
+        log.warning("Could not write the state of %s-%s", *tp)
+
+    # -- requests to brokers -----------------------------------------------------------------
+    def _partitions_on(self, broker: int) -> list[TopicPartition]:
+        return [tp for tp in self.ctx.states if broker in self.ctx.replicas(tp)]
+
+    def _send_leader_and_isr_to_replicas(
+        self, partitions: list[TopicPartition], *, is_new: bool = False
+    ) -> None:
+        by_broker: dict[int, list[TopicPartition]] = {}
+        for tp in partitions:
+            for b in self.ctx.replicas(tp):
+                if b in self.ctx.live:
+                    by_broker.setdefault(b, []).append(tp)
+        for broker, tps in by_broker.items():
+            self._send_leader_and_isr(broker, tps, is_new=is_new)
+
+    def _send_leader_and_isr(
+        self, broker: int, partitions: list[TopicPartition], *, is_new: bool = False
+    ) -> None:
+        if not partitions:
+            return
+        topics: dict[str, list[dict[str, Any]]] = {}
+        leaders: set[int] = set()
+        for tp in partitions:
+            state = self.ctx.states[tp]
+            leaders.add(state.leader)
+            topics.setdefault(tp[0], []).append(
+                {
+                    "partition_index": tp[1],
+                    "controller_epoch": state.controller_epoch,
+                    "leader": state.leader,
+                    "leader_epoch": state.leader_epoch,
+                    "isr": state.isr,
+                    "partition_epoch": state.zk_version,
+                    "replicas": self.ctx.replicas(tp),
+                    "is_new": is_new,
+                }
+            )
+        live_leaders = []
+        for leader in sorted(leaders):
+            info = self.ctx.live.get(leader)
+            endpoint = info.endpoints.get(self.inter_broker_listener) if info else None
+            if endpoint is not None:
+                live_leaders.append(
+                    {"broker_id": leader, "host_name": endpoint[0], "port": endpoint[1]}
+                )
+        body = {
+            "controller_id": self.broker_id,
+            "controller_epoch": self.ctx.epoch,
+            "broker_epoch": -1,
+            "topic_states": [
+                {
+                    "topic_name": topic,
+                    "topic_id": self._topic_id(topic),
+                    "partition_states": states,
+                }
+                for topic, states in topics.items()
+            ],
+            "live_leaders": live_leaders,
+        }
+        self.channel.send(broker, LEADER_AND_ISR, LEADER_AND_ISR_VERSION, body)
+
+    def _send_update_metadata(
+        self, brokers: list[int], partitions: list[TopicPartition], *, deleting: bool = False
+    ) -> None:
+        topics: dict[str, list[dict[str, Any]]] = {}
+        live = set(self.ctx.live)
+        for tp in partitions:
+            state = self.ctx.states.get(tp)
+            if state is None:
+                continue
+            replicas = self.ctx.replicas(tp)
+            topics.setdefault(tp[0], []).append(
+                {
+                    "topic_name": tp[0],
+                    "partition_index": tp[1],
+                    "controller_epoch": state.controller_epoch,
+                    "leader": LEADER_DURING_DELETE if deleting else state.leader,
+                    "leader_epoch": state.leader_epoch,
+                    "isr": state.isr,
+                    "zk_version": state.zk_version,
+                    "replicas": replicas,
+                    "offline_replicas": [b for b in replicas if b not in live],
+                }
+            )
+        body = {
+            "controller_id": self.broker_id,
+            "controller_epoch": self.ctx.epoch,
+            "broker_epoch": -1,
+            "topic_states": [
+                {"topic_name": t, "topic_id": self._topic_id(t), "partition_states": s}
+                for t, s in topics.items()
+            ],
+            "live_brokers": [
+                {
+                    "id": info.broker_id,
+                    "endpoints": [
+                        {
+                            "port": port,
+                            "host": host,
+                            "listener": name,
+                            "security_protocol": SECURITY_PROTOCOL_IDS.get(
+                                info.protocol_map.get(name, "PLAINTEXT"), 0
+                            ),
+                        }
+                        for name, (host, port) in info.endpoints.items()
+                    ],
+                    "rack": info.rack,
+                }
+                for info in self.ctx.live.values()
+            ],
+        }
+        for broker in brokers:
+            self.channel.send(broker, UPDATE_METADATA, UPDATE_METADATA_VERSION, body)
+
+    def _send_stop_replica(
+        self, broker: int, partitions: list[TopicPartition], *, delete: bool
+    ) -> None:
+        topics: dict[str, list[dict[str, Any]]] = {}
+        for tp in partitions:
+            state = self.ctx.states.get(tp)
+            topics.setdefault(tp[0], []).append(
+                {
+                    "partition_index": tp[1],
+                    "leader_epoch": state.leader_epoch if state else -1,
+                    "delete_partition": delete,
+                }
+            )
+        body = {
+            "controller_id": self.broker_id,
+            "controller_epoch": self.ctx.epoch,
+            "broker_epoch": -1,
+            "topic_states": [{"topic_name": t, "partition_states": s} for t, s in topics.items()],
+        }
+        self.channel.send(broker, STOP_REPLICA, STOP_REPLICA_VERSION, body)
+
+    def _topic_id(self, topic: str) -> uuid.UUID:
+        assignment = self.ctx.assignments.get(topic)
+        return assignment.topic_id if assignment is not None else uuid.UUID(int=0)

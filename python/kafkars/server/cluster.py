@@ -1,0 +1,257 @@
+"""A broker's part in a ZooKeeper cluster (cluster mode, `zookeeper.connect` set).
+
+It registers the broker, runs its `KafkaController` (active only if elected), applies
+what the controller sends (Kafka's ReplicaManager.becomeLeaderOrFollower for
+LeaderAndIsr, stopReplicas for StopReplica, the metadata cache for UpdateMetadata), and
+records the ISR changes this broker makes as a leader in ZooKeeper with an ISR change
+notification, as Kafka 2.x does, so the controller tells the other brokers.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from kazoo.exceptions import BadVersionError
+
+from kafkars.controller import KafkaController
+from kafkars.controller.channel_manager import call_broker
+from kafkars.server.dynamic_config import DynamicBrokerConfig
+from kafkars.server.errors import Errors
+from kafkars.server.replica_manager import ReplicaManager
+from kafkars.server.zk_metadata_cache import ZkMetadataCache
+from kafkars.zk.kafka_zk_client import KafkaZkClient
+from kafkars.zk.zk_data import BrokerInfo, LeaderIsrAndControllerEpoch
+
+log = logging.getLogger("kafkars.server.Cluster")
+
+
+class ClusterMember:
+    def __init__(
+        self,
+        zk: KafkaZkClient,
+        broker_id: int,
+        config: DynamicBrokerConfig,
+        replica_manager: ReplicaManager,
+        cache: ZkMetadataCache,
+    ) -> None:
+        self.zk = zk
+        self.broker_id = broker_id
+        self.config = config
+        self.replica_manager = replica_manager
+        self.cache = cache
+        c = config.current
+        self.inter_broker_listener: str = c.inter_broker_listener_name
+        self.controller = KafkaController(
+            zk,
+            broker_id,
+            inter_broker_listener=self.inter_broker_listener,
+            unclean_leader_election=self._unclean_election,
+        )
+        self._lock = threading.Lock()
+        # Per partition this broker leads: the state znode's version and the controller
+        # epoch of the LeaderAndIsr that made it leader (for conditional ISR writes).
+        self._zk_versions: dict[tuple[str, int], tuple[int, int]] = {}
+        self._controller_epoch = 0
+        self._broker_info: BrokerInfo | None = None
+        self._stop = threading.Event()
+        self._isr_thread = threading.Thread(target=self._isr_loop, name="isr-change", daemon=True)
+
+    def _unclean_election(self, topic: str) -> bool:
+        meta = self.cache.get(topic)
+        overrides = meta.configs if meta is not None else self.zk.get_topic_configs(topic)
+        value = overrides.get("unclean.leader.election.enable")
+        if value is None:
+            return bool(self.config.current.get("unclean.leader.election.enable"))
+        return str(value).lower() == "true"
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def startup(self, info: BrokerInfo) -> None:
+        """Registers the broker (its listeners are bound) and starts the controller."""
+        self._broker_info = info
+        self.zk.on_session_expired = self._on_session_expired
+        self.zk.register_broker(info)
+        self.controller.startup()
+        self._isr_thread.start()
+        log.info("[Broker id=%s] registered in ZooKeeper", self.broker_id)
+
+    def _on_session_expired(self) -> None:
+        log.warning("[Broker id=%s] ZooKeeper session expired; registering again", self.broker_id)
+        if self._broker_info is not None:
+            self.zk.register_broker(self._broker_info)
+        self.controller.on_session_expired()
+
+    def shutdown(self) -> None:
+        self._stop.set()
+        self.controller.shutdown()
+
+    # -- LeaderAndIsr ----------------------------------------------------------------------
+    def become_leader_or_follower(self, body: dict[str, Any]) -> dict[str, Any]:
+        epoch = body["controller_epoch"]
+        if epoch < self._controller_epoch:
+            return {"error_code": int(Errors.STALE_CONTROLLER_EPOCH), "topics": []}
+        self._controller_epoch = epoch
+        leaders = {ll["broker_id"]: (ll["host_name"], ll["port"]) for ll in body["live_leaders"]}
+        topics = []
+        for topic_state in body["topic_states"]:
+            name = topic_state["topic_name"]
+            configs = self.zk.get_topic_configs(name)
+            settings = self.config.storage_config(configs)
+            limits = self.config.timestamp_limits(configs)
+            min_isr = self.config.log_config(configs).min_insync_replicas
+            errors = []
+            for p in topic_state["partition_states"]:
+                index = p["partition_index"]
+                code = 0
+                try:
+                    if p["leader"] == self.broker_id:
+                        self.replica_manager.become_leader(
+                            name,
+                            index,
+                            settings,
+                            limits,
+                            leader_epoch=p["leader_epoch"],
+                            replicas=list(p["replicas"]),
+                            isr=list(p["isr"]),
+                            min_insync_replicas=min_isr,
+                        )
+                        with self._lock:
+                            self._zk_versions[(name, index)] = (
+                                p["partition_epoch"],
+                                p["controller_epoch"],
+                            )
+                    else:
+                        with self._lock:
+                            self._zk_versions.pop((name, index), None)
+                        self.replica_manager.become_follower(
+                            name,
+                            index,
+                            settings,
+                            p["leader"],
+                            p["leader_epoch"],
+                            list(p["replicas"]),
+                            list(p["isr"]),
+                            leader_endpoint=leaders.get(p["leader"]),
+                        )
+                except Exception as e:
+                    log.exception("LeaderAndIsr for %s-%s failed: %s", name, index, e)
+                    code = int(Errors.KAFKA_STORAGE_ERROR)
+                errors.append({"partition_index": index, "error_code": code})
+            topics.append({"topic_id": topic_state["topic_id"], "partition_errors": errors})
+        return {"error_code": 0, "topics": topics}
+
+    # -- StopReplica -----------------------------------------------------------------------
+    def stop_replicas(self, body: dict[str, Any]) -> dict[str, Any]:
+        if body["controller_epoch"] < self._controller_epoch:
+            return {"error_code": int(Errors.STALE_CONTROLLER_EPOCH), "partition_errors": []}
+        errors = []
+        for topic_state in body["topic_states"]:
+            name = topic_state["topic_name"]
+            for p in topic_state["partition_states"]:
+                index = p["partition_index"]
+                with self._lock:
+                    self._zk_versions.pop((name, index), None)
+                if p["delete_partition"]:
+                    self.replica_manager.remove_partition(name, index)
+                else:
+                    self.replica_manager.stop_fetching(name, index)
+                errors.append({"topic_name": name, "partition_index": index, "error_code": 0})
+        return {"error_code": 0, "partition_errors": errors}
+
+    # -- UpdateMetadata --------------------------------------------------------------------
+    def update_metadata(self, body: dict[str, Any]) -> dict[str, Any]:
+        if body["controller_epoch"] < self._controller_epoch:
+            return {"error_code": int(Errors.STALE_CONTROLLER_EPOCH)}
+        self._controller_epoch = body["controller_epoch"]
+        for topic in self.cache.update(body):
+            self.replica_manager.remove_topic(topic)
+        return {"error_code": 0}
+
+    # -- ISR changes -----------------------------------------------------------------------
+    def _isr_loop(self) -> None:
+        lag_ms = int(self.config.current.get("replica.lag.time.max.ms"))
+        interval = min(lag_ms / 2000, 0.5)
+        while not self._stop.wait(interval):
+            try:
+                self.propagate_isr_changes(lag_ms)
+            except Exception:
+                log.exception("Recording ISR changes failed")
+
+    def propagate_isr_changes(self, lag_ms: int) -> None:
+        changes = self.replica_manager.maybe_shrink_isr(lag_ms)
+        changes += self.replica_manager.take_isr_expansions()
+        written = []
+        for topic, index, isr in changes:
+            if self._write_isr(topic, index, isr):
+                written.append((topic, index))
+        if written:
+            self.zk.propagate_isr_changes(written)
+
+    def _write_isr(self, topic: str, index: int, isr: list[int]) -> bool:
+        """The leader's ISR change, written conditionally on the state znode's version it
+        last knew; lost if the controller wrote a newer state meanwhile (a new
+        LeaderAndIsr follows)."""
+        with self._lock:
+            known = self._zk_versions.get((topic, index))
+        partition = self.replica_manager.find_partition(topic, index)
+        if known is None or partition is None or not partition.is_leader:
+            return False
+        version, controller_epoch = known
+        state = LeaderIsrAndControllerEpoch(
+            self.broker_id, partition.leader_epoch, sorted(isr), controller_epoch
+        )
+        try:
+            written = self.zk.update_partition_state(topic, index, state, version, None)
+        except BadVersionError:
+            current = self.zk.get_partition_state(topic, index)
+            if current is None or current.leader_epoch != partition.leader_epoch:
+                return False
+            try:
+                written = self.zk.update_partition_state(
+                    topic, index, state, current.zk_version, None
+                )
+            except BadVersionError:
+                return False
+        with self._lock:
+            if (topic, index) in self._zk_versions:
+                self._zk_versions[(topic, index)] = (written.zk_version, controller_epoch)
+        log.info("[Broker id=%s] ISR of %s-%s is now %s", self.broker_id, topic, index, isr)
+        return True
+
+
+CONTROLLED_SHUTDOWN, CONTROLLED_SHUTDOWN_VERSION = 7, 3
+
+
+def request_controlled_shutdown(
+    cluster: ClusterMember, broker_id: int, zk: KafkaZkClient | None
+) -> tuple[int, int]:
+    """Sends ControlledShutdown to the controller (or asks our own when it is this
+    broker); returns (error code, partitions this broker still leads)."""
+    assert zk is not None
+    controller_id = zk.get_controller_id()
+    if controller_id is None:
+        raise RuntimeError("no controller is elected")
+    if controller_id == broker_id:
+        done = threading.Event()
+        result: list[Any] = [int(Errors.REQUEST_TIMED_OUT), [1]]
+
+        def reply(code: int, remaining: list[tuple[str, int]]) -> None:
+            result[:] = [code, remaining]
+            done.set()
+
+        cluster.controller.controlled_shutdown(broker_id, reply)
+        done.wait(30)
+        return int(result[0]), len(result[1])
+    info = zk.get_all_brokers().get(controller_id)
+    endpoint = info.endpoints.get(cluster.inter_broker_listener) if info else None
+    if endpoint is None:
+        raise RuntimeError(f"controller {controller_id} has no {cluster.inter_broker_listener}")
+    response = call_broker(
+        endpoint,
+        CONTROLLED_SHUTDOWN,
+        CONTROLLED_SHUTDOWN_VERSION,
+        {"broker_id": broker_id, "broker_epoch": -1},
+        client_id=f"broker-{broker_id}",
+    )
+    return int(response["error_code"]), len(response["remaining_partitions"])

@@ -1,0 +1,104 @@
+"""Topic administration in cluster mode (Kafka's AdminZkClient): request handlers on any
+broker write the change to ZooKeeper; the elected controller, watching there, makes it
+happen (leaders, ISRs, LeaderAndIsr and UpdateMetadata to the brokers)."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+
+from kazoo.exceptions import NodeExistsError
+
+from kafkars.config import LogConfig
+from kafkars.controller.election import assign_replicas
+from kafkars.server.errors import Errors, KafkaError
+from kafkars.server.metadata import TopicMetadata
+from kafkars.server.zk_metadata_cache import ZkMetadataCache
+from kafkars.zk.kafka_zk_client import KafkaZkClient
+from kafkars.zk.zk_data import TopicAssignment
+
+log = logging.getLogger("kafkars.server.ZkAdmin")
+
+# How long CreateTopics waits for the controller to elect the new topic's leaders (Kafka
+# answers through a DelayedCreatePartitions bounded by the request's timeout).
+_WAIT_FOR_LEADERS_S = 10.0
+
+
+class ZkAdmin:
+    def __init__(self, zk: KafkaZkClient, cache: ZkMetadataCache) -> None:
+        self.zk = zk
+        self.cache = cache
+
+    def validate_topic_configs(self, configs: dict[str, str]) -> None:
+        try:
+            LogConfig.validate_overrides(configs)
+        except Exception as e:
+            raise KafkaError(Errors.INVALID_CONFIG, str(e)) from None
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int,
+        configs: dict[str, str],
+        *,
+        replication_factor: int = 1,
+        assignments: list[list[int]] | None = None,
+    ) -> TopicMetadata:
+        brokers = self.cache.alive_broker_ids()
+        if assignments:
+            replicas = dict(enumerate(assignments))
+        else:
+            try:
+                replicas = assign_replicas(brokers, partitions, replication_factor)
+            except ValueError as e:
+                raise KafkaError(Errors.INVALID_REPLICATION_FACTOR, str(e)) from None
+        topic_id = uuid.uuid4()
+        try:
+            self.zk.create_topic(name, TopicAssignment(topic_id, replicas), configs)
+        except NodeExistsError:
+            raise KafkaError(
+                Errors.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists."
+            ) from None
+        log.info("Created topic %s with assignment %s", name, replicas)
+        self._wait_for_leaders(name, len(replicas))
+        return TopicMetadata(name, topic_id, partitions, len(replicas[0]), dict(configs))
+
+    def _wait_for_leaders(self, name: str, partitions: int) -> None:
+        deadline = time.monotonic() + _WAIT_FOR_LEADERS_S
+        while time.monotonic() < deadline:
+            topic = self.cache.get(name)
+            if (
+                topic is not None
+                and topic.num_partitions >= partitions
+                and all(
+                    self.cache.partition_state(name, p).leader_id >= 0 for p in range(partitions)
+                )
+            ):
+                return
+            time.sleep(0.02)
+
+    def delete_topic(self, name: str) -> None:
+        self.zk.mark_topic_for_deletion(name)
+        deadline = time.monotonic() + _WAIT_FOR_LEADERS_S
+        while self.cache.get(name) is not None and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+    def add_partitions(self, name: str, count: int) -> None:
+        current = self.zk.get_topic_assignment(name)
+        existing = len(current.partitions)
+        factor = len(current.partitions[0])
+        try:
+            added = assign_replicas(
+                self.cache.alive_broker_ids(), count - existing, factor, start_partition=existing
+            )
+        except ValueError as e:
+            raise KafkaError(Errors.INVALID_REPLICATION_FACTOR, str(e)) from None
+        self.zk.set_topic_assignment(
+            name, TopicAssignment(current.topic_id, {**current.partitions, **added})
+        )
+        self._wait_for_leaders(name, count)
+
+    def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
+        self.zk.set_topic_configs(name, configs)
+        self.cache.set_topic_configs(name, configs)

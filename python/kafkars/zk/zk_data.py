@@ -1,0 +1,234 @@
+"""Kafka 2.x's znodes: their paths and JSON payloads (Kafka's ZkData).
+
+Operators' ZooKeeper tooling and Kafka's own scripts read these, so the names and JSON
+fields are Kafka's. Every function here is pure: paths in, bytes out, and back.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+# Persistent paths a cluster needs before brokers register (Kafka's ZkData.PersistentZkPaths).
+PERSISTENT_PATHS = (
+    "/consumers",
+    "/brokers/ids",
+    "/brokers/topics",
+    "/config/changes",
+    "/admin/delete_topics",
+    "/brokers/seqid",
+    "/isr_change_notification",
+    "/latest_producer_id_block",
+    "/log_dir_event_notification",
+    "/config/topics",
+    "/config/clients",
+    "/config/users",
+    "/config/brokers",
+    "/config/ips",
+)
+
+CONTROLLER = "/controller"
+CONTROLLER_EPOCH = "/controller_epoch"
+CLUSTER_ID = "/cluster/id"
+BROKER_IDS = "/brokers/ids"
+TOPICS = "/brokers/topics"
+DELETE_TOPICS = "/admin/delete_topics"
+REASSIGN_PARTITIONS = "/admin/reassign_partitions"
+ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
+ISR_CHANGE_PREFIX = "isr_change_"
+PRODUCER_ID_BLOCK = "/latest_producer_id_block"
+CONFIG_CHANGES = "/config/changes"
+
+
+def _dumps(data: dict[str, Any]) -> bytes:
+    return json.dumps(data, separators=(",", ":")).encode()
+
+
+def _loads(raw: bytes) -> dict[str, Any]:
+    value = json.loads(raw.decode())
+    if not isinstance(value, dict):
+        raise ValueError(f"expected a JSON object, got {raw[:80]!r}")
+    return value
+
+
+# -- brokers ---------------------------------------------------------------------------------
+def broker_path(broker_id: int) -> str:
+    return f"{BROKER_IDS}/{broker_id}"
+
+
+@dataclass(frozen=True)
+class BrokerInfo:
+    """A registered broker: its endpoints by listener name and its rack."""
+
+    broker_id: int
+    endpoints: dict[str, tuple[str, int]]  # listener name -> (host, port)
+    protocol_map: dict[str, str]  # listener name -> security protocol
+    rack: str | None = None
+
+    def encode(self) -> bytes:
+        # Version 5 of Kafka's BrokerIdZNode: endpoints as listener URIs plus the
+        # listener -> protocol map; host/port of the PLAINTEXT listener for old tools.
+        plain = next(
+            (e for n, e in self.endpoints.items() if self.protocol_map.get(n) == "PLAINTEXT"),
+            None,
+        )
+        data: dict[str, Any] = {
+            "listener_security_protocol_map": self.protocol_map,
+            "endpoints": [f"{n}://{h}:{p}" for n, (h, p) in self.endpoints.items()],
+            "jmx_port": -1,
+            "features": {},
+            "host": plain[0] if plain else None,
+            "port": plain[1] if plain else -1,
+            "timestamp": str(int(time.time() * 1000)),
+            "version": 5,
+        }
+        if self.rack is not None:
+            data["rack"] = self.rack
+        return _dumps(data)
+
+    @classmethod
+    def decode(cls, broker_id: int, raw: bytes) -> BrokerInfo:
+        data = _loads(raw)
+        endpoints: dict[str, tuple[str, int]] = {}
+        for uri in data.get("endpoints", []):
+            name, _, rest = uri.partition("://")
+            host, _, port = rest.rpartition(":")
+            endpoints[name] = (host.strip("[]"), int(port))
+        protocol_map = dict(data.get("listener_security_protocol_map") or {})
+        for name in endpoints:
+            protocol_map.setdefault(name, name)
+        return cls(broker_id, endpoints, protocol_map, data.get("rack"))
+
+
+# -- controller ------------------------------------------------------------------------------
+def encode_controller(broker_id: int) -> bytes:
+    return _dumps({"version": 1, "brokerid": broker_id, "timestamp": str(int(time.time() * 1000))})
+
+
+def decode_controller(raw: bytes) -> int:
+    return int(_loads(raw)["brokerid"])
+
+
+# -- cluster id ------------------------------------------------------------------------------
+def encode_cluster_id(cluster_id: str) -> bytes:
+    return _dumps({"version": "1", "id": cluster_id})
+
+
+def decode_cluster_id(raw: bytes) -> str:
+    return str(_loads(raw)["id"])
+
+
+# -- topics ----------------------------------------------------------------------------------
+def topic_path(topic: str) -> str:
+    return f"{TOPICS}/{topic}"
+
+
+def partition_state_path(topic: str, partition: int) -> str:
+    return f"{TOPICS}/{topic}/partitions/{partition}/state"
+
+
+def encode_topic_id(topic_id: uuid.UUID) -> str:
+    """Kafka writes topic ids in base64url without padding."""
+    return base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")
+
+
+def decode_topic_id(text: str) -> uuid.UUID:
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+
+
+@dataclass(frozen=True)
+class TopicAssignment:
+    """`/brokers/topics/<topic>`: the topic id and each partition's replica list."""
+
+    topic_id: uuid.UUID
+    partitions: dict[int, list[int]]
+
+    def encode(self) -> bytes:
+        return _dumps(
+            {
+                "version": 3,
+                "topic_id": encode_topic_id(self.topic_id),
+                "partitions": {str(p): r for p, r in sorted(self.partitions.items())},
+                "adding_replicas": {},
+                "removing_replicas": {},
+            }
+        )
+
+    @classmethod
+    def decode(cls, raw: bytes) -> TopicAssignment:
+        data = _loads(raw)
+        topic_id = decode_topic_id(data["topic_id"]) if data.get("topic_id") else uuid.UUID(int=0)
+        partitions = {int(p): [int(b) for b in r] for p, r in data["partitions"].items()}
+        return cls(topic_id, partitions)
+
+
+@dataclass(frozen=True)
+class LeaderIsrAndControllerEpoch:
+    """`/brokers/topics/<t>/partitions/<p>/state`, with the znode version the next
+    conditional write must name (Kafka's LeaderAndIsr plus zkVersion)."""
+
+    leader: int
+    leader_epoch: int
+    isr: list[int]
+    controller_epoch: int
+    zk_version: int = 0
+
+    def encode(self) -> bytes:
+        return _dumps(
+            {
+                "controller_epoch": self.controller_epoch,
+                "leader": self.leader,
+                "version": 1,
+                "leader_epoch": self.leader_epoch,
+                "isr": self.isr,
+            }
+        )
+
+    @classmethod
+    def decode(cls, raw: bytes, zk_version: int) -> LeaderIsrAndControllerEpoch:
+        data = _loads(raw)
+        return cls(
+            int(data["leader"]),
+            int(data["leader_epoch"]),
+            [int(b) for b in data["isr"]],
+            int(data["controller_epoch"]),
+            zk_version,
+        )
+
+
+def encode_isr_change(partitions: list[tuple[str, int]]) -> bytes:
+    return _dumps(
+        {"version": 1, "partitions": [{"topic": t, "partition": p} for t, p in partitions]}
+    )
+
+
+def decode_isr_change(raw: bytes) -> list[tuple[str, int]]:
+    return [(e["topic"], int(e["partition"])) for e in _loads(raw)["partitions"]]
+
+
+# -- topic configs ---------------------------------------------------------------------------
+def topic_config_path(topic: str) -> str:
+    return f"/config/topics/{topic}"
+
+
+def encode_config(configs: dict[str, str]) -> bytes:
+    return _dumps({"version": 1, "config": configs})
+
+
+def decode_config(raw: bytes) -> dict[str, str]:
+    return {k: str(v) for k, v in (_loads(raw).get("config") or {}).items()}
+
+
+# -- producer ids ----------------------------------------------------------------------------
+def encode_producer_id_block(broker_id: int, start: int, end: int) -> bytes:
+    return _dumps(
+        {"version": 1, "broker": broker_id, "block_start": str(start), "block_end": str(end)}
+    )
+
+
+def decode_producer_id_block_end(raw: bytes) -> int:
+    return int(_loads(raw)["block_end"])
