@@ -63,6 +63,10 @@ class Broker:
         self.metrics_port: int | None = None
 
     @property
+    def running(self) -> bool:
+        return self._server is not None or self._child is not None
+
+    @property
     def bootstrap_servers(self) -> str:
         _, _, host, port = self.listeners[0]
         return f"{host}:{port}"

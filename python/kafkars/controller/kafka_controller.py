@@ -401,7 +401,6 @@ class KafkaController:
             return
         self.ctx.shutting_down.add(event.broker_id)
         moved: list[TopicPartition] = []
-        stopped: list[TopicPartition] = []
         for tp, state in list(self.ctx.states.items()):
             if event.broker_id not in self.ctx.replicas(tp) or len(self.ctx.replicas(tp)) < 2:
                 continue
@@ -416,10 +415,11 @@ class KafkaController:
                 isr = [b for b in state.isr if b != event.broker_id]
                 self._write_state(tp, state.leader, isr)
                 moved.append(tp)
-                stopped.append(tp)
+        # The broker going down gets no LeaderAndIsr (it would follow and rejoin the ISR)
+        # but a StopReplica: it stops serving and fetching these partitions.
         self._send_leader_and_isr_to_replicas(moved)
-        if stopped:
-            self._send_stop_replica(event.broker_id, stopped, delete=False)
+        if moved:
+            self._send_stop_replica(event.broker_id, moved, delete=False)
         self._send_update_metadata(list(self.ctx.live), moved)
         remaining = [
             tp
@@ -490,7 +490,7 @@ class KafkaController:
         by_broker: dict[int, list[TopicPartition]] = {}
         for tp in partitions:
             for b in self.ctx.replicas(tp):
-                if b in self.ctx.live:
+                if b in self.ctx.live and b not in self.ctx.shutting_down:
                     by_broker.setdefault(b, []).append(tp)
         for broker, tps in by_broker.items():
             self._send_leader_and_isr(broker, tps, is_new=is_new)

@@ -12,6 +12,7 @@ Brokers are `kafkars.Broker(process=True)` with `broker.id` 1..N and
 
 from __future__ import annotations
 
+import time
 from types import TracebackType
 from typing import Any
 
@@ -48,6 +49,7 @@ class Cluster:
         """Starts ZooKeeper and every broker, or (again) one broker."""
         if broker_id is not None:
             self.brokers[broker_id].start()
+            self.wait_for_brokers()
             return self
         if self._own_zookeeper:
             self.zookeeper.start()
@@ -62,7 +64,30 @@ class Cluster:
             )
             self.brokers[i] = broker
             broker.start()
+        self.wait_for_brokers()
         return self
+
+    def wait_for_brokers(self, timeout: float = 30.0) -> None:
+        """Waits until every running broker's metadata lists every running broker (the
+        controller's UpdateMetadata has reached them all)."""
+        from kafkars.controller.channel_manager import call_broker
+
+        running = {i: b for i, b in self.brokers.items() if b.listeners and b.running}
+        deadline = time.monotonic() + timeout
+        for broker in running.values():
+            _, _, host, port = broker.listeners[0]
+            while True:
+                try:
+                    response = call_broker(
+                        (host, port), 3, 12, {"topics": []}, client_id="kafkars-cluster"
+                    )
+                    if {b["node_id"] for b in response["brokers"]} >= set(running):
+                        break
+                except OSError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise TimeoutError("the brokers did not all see each other")
+                time.sleep(0.05)
 
     def stop(self, broker_id: int | None = None) -> None:
         """Stops one broker cleanly (SIGTERM: controlled shutdown), keeping its data; or
