@@ -85,12 +85,19 @@ def test_replication_factor_three_with_acks_all(cluster: Cluster) -> None:
     for p in range(3):
         leader, replicas, isr = partition_metadata(cluster, topic, p)
         assert replicas == [1, 2, 3] and isr == [1, 2, 3] and leader in replicas
-    producer = Producer(quiet({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"}))
+    producer = Producer(
+        quiet(
+            {
+                "bootstrap.servers": cluster.bootstrap_servers,
+                "acks": "all",
+                # Retries (a slow machine) must not write a record twice.
+                "enable.idempotence": True,
+            }
+        )
+    )
     for i in range(300):
         producer.produce(topic, value=b"%d" % i, partition=i % 3)
     assert producer.flush(30) == 0
-    # Every replica has the records: read them from each broker's log via its leadership
-    # after moving it, here simply by reading through the cluster.
     assert sorted(consume_all(cluster, topic, 3)) == sorted(b"%d" % i for i in range(300))
 
 
@@ -220,3 +227,51 @@ def test_two_of_three_down_acks_all_is_refused(cluster: Cluster) -> None:
     producer.flush(10)
     assert results and results[0] is not None
     assert results[0].code() == KafkaError.NOT_ENOUGH_REPLICAS
+
+
+def test_consumer_group_survives_its_coordinator(cluster: Cluster) -> None:
+    topic = create_topic(cluster, 2)
+    producer = Producer(
+        quiet({"bootstrap.servers": cluster.bootstrap_servers, "enable.idempotence": True})
+    )
+    for i in range(100):
+        producer.produce(topic, value=b"%d" % i, partition=i % 2)
+    assert producer.flush(30) == 0
+    group = f"g-{uuid.uuid4().hex[:6]}"
+
+    def consumer() -> Consumer:
+        c = Consumer(
+            quiet(
+                {
+                    "bootstrap.servers": cluster.bootstrap_servers,
+                    "group.id": group,
+                    "auto.offset.reset": "earliest",
+                    "enable.auto.commit": False,
+                    "session.timeout.ms": 6000,
+                }
+            )
+        )
+        c.subscribe([topic])
+        return c
+
+    first = consumer()
+    got: list[bytes] = []
+    deadline = time.monotonic() + 60
+    while len(got) < 50 and time.monotonic() < deadline:
+        got += [m.value() for m in first.consume(50 - len(got), 1.0) if m.error() is None]
+    assert len(got) == 50
+    first.commit(asynchronous=False)
+    first.close()
+    admin = AdminClient(quiet({"bootstrap.servers": cluster.bootstrap_servers}))
+    description = admin.describe_consumer_groups([group])[group].result(10)
+    coordinator = description.coordinator.id
+    # The committed offsets are replicated before the coordinator goes.
+    time.sleep(1)
+    cluster.kill(coordinator)
+    second = consumer()
+    rest: list[bytes] = []
+    deadline = time.monotonic() + 60
+    while len(rest) < 50 and time.monotonic() < deadline:
+        rest += [m.value() for m in second.consume(50, 1.0) if m.error() is None]
+    second.close()
+    assert sorted(got + rest) == sorted(b"%d" % i for i in range(100))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from kazoo.exceptions import BadVersionError
@@ -56,6 +57,9 @@ class ClusterMember:
         self._controller_epoch = 0
         self._broker_info: BrokerInfo | None = None
         self._stop = threading.Event()
+        # Called with (topic, partition, leads) after each LeaderAndIsr partition: the
+        # coordinators load or drop the partitions of their internal topics.
+        self.leadership_listeners: list[Callable[[str, int, bool], None]] = []
         self._isr_thread = threading.Thread(target=self._isr_loop, name="isr-change", daemon=True)
 
     def _unclean_election(self, topic: str) -> bool:
@@ -134,6 +138,8 @@ class ClusterMember:
                             list(p["isr"]),
                             leader_endpoint=leaders.get(p["leader"]),
                         )
+                    for listener in self.leadership_listeners:
+                        listener(name, index, p["leader"] == self.broker_id)
                 except Exception as e:
                     log.exception("LeaderAndIsr for %s-%s failed: %s", name, index, e)
                     code = int(Errors.KAFKA_STORAGE_ERROR)

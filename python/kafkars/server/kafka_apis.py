@@ -36,6 +36,7 @@ from kafkars.server.apis import (
     versions,
 )
 from kafkars.server.error_responses import error_response, respond_with_error
+from kafkars.server.errors import Errors
 from kafkars.server.quota_manager import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE
 
 if TYPE_CHECKING:
@@ -119,6 +120,21 @@ CLUSTER_HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.UPDATE_METADATA: inter_broker.handle_update_metadata,
     ApiKey.CONTROLLED_SHUTDOWN: inter_broker.handle_controlled_shutdown,
 }
+
+
+# Requests about one classic group, answered by its coordinator only.
+_GROUP_APIS = frozenset(
+    int(k)
+    for k in (
+        ApiKey.JOIN_GROUP,
+        ApiKey.SYNC_GROUP,
+        ApiKey.HEARTBEAT,
+        ApiKey.LEAVE_GROUP,
+        ApiKey.OFFSET_COMMIT,
+        ApiKey.OFFSET_DELETE,
+        ApiKey.TXN_OFFSET_COMMIT,
+    )
+)
 
 
 def codec_version_ranges() -> dict[int, tuple[int, int]]:
@@ -220,6 +236,24 @@ class KafkaApis:
             CONSUMER_BYTE_RATE, user, request.client_id or "", size, now
         )
 
+    def _not_coordinator(self, request: Any) -> bool:
+        """In a cluster, a request for a group another broker coordinates is answered
+        NOT_COORDINATOR (the client looks the coordinator up again)."""
+        group_id = request.body.get("group_id")
+        coordinator = self.group_coordinator
+        if not isinstance(group_id, str) or coordinator is None:
+            return False
+        if coordinator.is_coordinator(group_id):
+            return False
+        response = error_response(
+            request.api_key, request.api_version, request.body, Errors.NOT_COORDINATOR
+        )
+        if response is None:
+            request.close_connection()
+        else:
+            request.respond(response)
+        return True
+
     def _authorized(self, authorizer: Any, request: Any) -> bool:
         """Checks the request against the ACLs; a denied one is answered here with its
         API's error response carrying the authorization error."""
@@ -270,6 +304,8 @@ class KafkaApis:
         started = time.perf_counter_ns()
         authorizer = self.authorizer
         if authorizer is not None and not self._authorized(authorizer, request):
+            return None
+        if self.cluster is not None and key in _GROUP_APIS and self._not_coordinator(request):
             return None
         try:
             response = handler(self, request)

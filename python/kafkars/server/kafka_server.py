@@ -23,6 +23,7 @@ from kafkars.coordinator.group import GroupCoordinator
 from kafkars.coordinator.group.consumer_group import ConsumerGroupConfig, ConsumerGroupCoordinator
 from kafkars.coordinator.group.group_coordinator import GroupConfig
 from kafkars.coordinator.group.group_metadata_manager import (
+    GROUP_METADATA_TOPIC_NAME,
     GroupMetadataManager,
 )
 from kafkars.coordinator.transaction import TransactionConfig, TransactionCoordinator
@@ -264,7 +265,11 @@ class KafkaServer:
         self.group_coordinator = GroupCoordinator(
             GroupConfig.from_broker(self.config), self.group_metadata_manager
         )
-        self.group_coordinator.startup()
+        # In cluster mode groups are loaded partition by partition as this broker
+        # becomes the leader of __consumer_offsets partitions.
+        self.group_coordinator.startup(load=self.cluster is None)
+        if self.cluster is not None:
+            self.cluster.leadership_listeners.append(self._on_leadership)
         self._consumer_group_timer = _core.DelayedOperationPurgatory("ConsumerGroupHeartbeat")
         timer = self._consumer_group_timer
         classic = self.group_coordinator
@@ -378,10 +383,9 @@ class KafkaServer:
                 return
             log.info("[KafkaServer id=%s] shutting down", getattr(self, "broker_id", "?"))
             cluster = getattr(self, "cluster", None)
-            if cluster is not None and self._started:
-                if self.config.get("controlled.shutdown.enable"):
-                    self._controlled_shutdown(cluster)
-                cluster.shutdown()
+            controlled = self.config.get("controlled.shutdown.enable")
+            if cluster is not None and self._started and controlled:
+                self._controlled_shutdown(cluster)
             if self.metrics_server is not None:
                 self.metrics_server.shutdown()
             if self.kafka_scheduler is not None:
@@ -390,6 +394,10 @@ class KafkaServer:
                 # Stop reading and answer what is in flight; waiting fetches still expire
                 # on the purgatory's timer meanwhile, so it stops afterwards.
                 self.socket_server.shutdown()
+            if cluster is not None and self._started:
+                # After the socket server: a controller elected meanwhile must not reach
+                # this broker with LeaderAndIsr (it would follow and rejoin the ISRs).
+                cluster.shutdown()
             self.delayed_operations.shutdown()
             if getattr(self, "replica_fetchers", None) is not None:
                 self.replica_fetchers.shutdown()
@@ -429,6 +437,14 @@ class KafkaServer:
             (Path(d) / "meta.properties").exists() for d in dirs
         ):
             self.broker_id = int(c.get("reserved.broker.max.id")) + zk.generate_broker_sequence_id()
+
+    def _on_leadership(self, topic: str, partition: int, leads: bool) -> None:
+        coordinator = self.group_coordinator
+        if topic == GROUP_METADATA_TOPIC_NAME and coordinator is not None:
+            if leads:
+                coordinator.on_elected(partition)
+            else:
+                coordinator.on_resigned(partition)
 
     def _broker_info(self) -> BrokerInfo:
         protocols = {e.listener_name: e.security_protocol for e in self.config.listeners}

@@ -107,31 +107,62 @@ class GroupCoordinator:
         self._join_purgatory = time.purgatory("Rebalance")
         self._heartbeat_purgatory = time.purgatory("Heartbeat")
         self._active = True
+        # The __consumer_offsets partitions coordinated here; None: all (one broker).
+        self.owned_partitions: set[int] | None = None
         self._expiry_stop = threading.Event()
         self._expiry_thread: threading.Thread | None = None
 
     # -- lifecycle --------------------------------------------------------------------------
     def startup(self, *, load: bool = True, expire_offsets: bool = True) -> None:
         """Loads the groups from the store; members of loaded groups get one session
-        timeout to show up again before a rebalance."""
+        timeout to show up again before a rebalance. In cluster mode (`load=False`)
+        partitions are loaded as this broker becomes their leader (`on_elected`)."""
+        if not load:
+            self.owned_partitions = set()
         if load:
-            loaded = self.store.load()
-            actions: list[Action] = []
-            with self._groups_lock:
-                self._groups.update(loaded)
-                self._pending_txn_offsets.update(getattr(self.store, "pending_txn_offsets", {}))
-            for group in loaded.values():
-                group.time = self.time
-                with group.lock:
-                    for member in group.members.values():
-                        member.last_heartbeat = self.time.monotonic()
-                        self._schedule_heartbeat(group, member, actions)
-            self._run(actions)
+            self._adopt(self.store.load())
         if expire_offsets:
             self._expiry_thread = threading.Thread(
                 target=self._expiry_loop, name="group-metadata-manager", daemon=True
             )
             self._expiry_thread.start()
+
+    # -- cluster mode: coordinating the partitions this broker leads -------------------------
+    def is_coordinator(self, group_id: str) -> bool:
+        owned = self.owned_partitions
+        return owned is None or self.store.partition_for(group_id) in owned
+
+    def on_elected(self, partition: int) -> None:
+        """This broker leads `partition` of __consumer_offsets: its groups are loaded and
+        coordinated here from now on (Kafka's onElection)."""
+        assert self.owned_partitions is not None
+        if partition in self.owned_partitions:
+            return
+        self._adopt(self.store.load([partition]))
+        self.owned_partitions.add(partition)
+
+    def on_resigned(self, partition: int) -> None:
+        """Another broker leads `partition` now: its groups are dropped here (Kafka's
+        onResignation); their members find the new coordinator."""
+        if self.owned_partitions is None:
+            return
+        self.owned_partitions.discard(partition)
+        with self._groups_lock:
+            for group_id in [g for g in self._groups if self.store.partition_for(g) == partition]:
+                del self._groups[group_id]
+
+    def _adopt(self, loaded: dict[str, GroupMetadata]) -> None:
+        actions: list[Action] = []
+        with self._groups_lock:
+            self._groups.update(loaded)
+            self._pending_txn_offsets.update(getattr(self.store, "pending_txn_offsets", {}))
+        for group in loaded.values():
+            group.time = self.time
+            with group.lock:
+                for member in group.members.values():
+                    member.last_heartbeat = self.time.monotonic()
+                    self._schedule_heartbeat(group, member, actions)
+        self._run(actions)
 
     def shutdown(self) -> None:
         # Pending operations complete on shutdown; inactive, their callbacks do nothing,

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from kafkars import _core, codec
 from kafkars.coordinator.group import consumer_group_records, records
 from kafkars.coordinator.group.group_metadata import GroupMetadata, OffsetAndMetadata
+from kafkars.server.errors import Errors, KafkaError
 
 if TYPE_CHECKING:
     from kafkars.server.controller import Controller
@@ -41,7 +42,7 @@ class GroupStore:
     def append(self, group_id: str, batch: list[Record]) -> None:
         pass
 
-    def load(self) -> dict[str, GroupMetadata]:
+    def load(self, partitions: list[int] | None = None) -> dict[str, GroupMetadata]:
         return {}
 
     def store_group(self, group: GroupMetadata, assignment: dict[str, bytes]) -> None:
@@ -135,7 +136,20 @@ class GroupMetadataManager(GroupStore):
                 "compression.type": "producer",
                 "segment.bytes": str(self.config.get("offsets.topic.segment.bytes")),
             }
-            self.controller.create_topic(GROUP_METADATA_TOPIC_NAME, self.num_partitions, configs)
+            factor = int(self.config.get("offsets.topic.replication.factor"))
+            brokers = len(self.metadata_cache.alive_broker_ids())
+            if brokers > 1 and brokers < factor:
+                # Kafka waits for enough brokers rather than create it under-replicated.
+                raise KafkaError(
+                    Errors.COORDINATOR_NOT_AVAILABLE,
+                    f"offsets.topic.replication.factor={factor} but {brokers} broker(s) are up",
+                )
+            self.controller.create_topic(
+                GROUP_METADATA_TOPIC_NAME,
+                self.num_partitions,
+                configs,
+                replication_factor=min(factor, brokers),
+            )
             self._topic_ready = True
 
     def append(self, group_id: str, batch: list[Record]) -> None:
@@ -171,8 +185,9 @@ class GroupMetadataManager(GroupStore):
             )
             self.replica_manager.append(GROUP_METADATA_TOPIC_NAME, partition, _core.RecordSet(data))
 
-    def load(self) -> dict[str, GroupMetadata]:
-        """Replays every partition: the coordinator's state as of the last shutdown."""
+    def load(self, partitions: list[int] | None = None) -> dict[str, GroupMetadata]:
+        """Replays `partitions` (all of them by default): the coordinator's state as of
+        the last shutdown, or as the previous leader left it (cluster mode)."""
         if self.metadata_cache.get(GROUP_METADATA_TOPIC_NAME) is None:
             return {}
         started = time.monotonic()
@@ -181,8 +196,11 @@ class GroupMetadataManager(GroupStore):
         offsets: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
         removed: set[str] = set()
         count = 0
-        for index in range(self.num_partitions):
-            partition_log = self.replica_manager.get_partition(GROUP_METADATA_TOPIC_NAME, index).log
+        for index in range(self.num_partitions) if partitions is None else partitions:
+            handle = self.replica_manager.find_partition(GROUP_METADATA_TOPIC_NAME, index)
+            if handle is None:
+                continue
+            partition_log = handle.log
             position = partition_log.log_start_offset
             end = partition_log.log_end_offset
             while position < end:

@@ -13,8 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 from kafkars.coordinator.group.group_coordinator import join_error
 from kafkars.coordinator.group.group_metadata import OffsetAndMetadata
+from kafkars.coordinator.group.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
+from kafkars.coordinator.transaction.transaction_state_manager import (
+    TRANSACTION_STATE_TOPIC_NAME,
+)
 from kafkars.server.error_responses import respond_or_error
-from kafkars.server.errors import Errors
+from kafkars.server.errors import Errors, KafkaError
 
 if TYPE_CHECKING:
     from kafkars.coordinator.group import GroupCoordinator
@@ -48,9 +52,26 @@ def _answer(request: Any, response: dict[str, Any]) -> None:
 def handle_find_coordinator(apis: KafkaApis, request: Any) -> dict[str, Any]:
     body = request.body
     key_type = body.get("key_type", 0)
-    # This broker coordinates every group and transaction.
+    # One broker coordinates every group and transaction; in a cluster the leader of the
+    # key's partition of the internal topic does.
     local = apis.metadata_cache.node(apis.broker_id, request.listener_name)
-    host, port = (local.host, local.port) if local is not None else ("", -1)
+    clustered = apis.cluster is not None
+
+    def coordinator(key: str) -> Any:
+        if not clustered:
+            return local
+        if key_type == COORDINATOR_TYPE_GROUP:
+            topic, partition = (
+                GROUP_METADATA_TOPIC_NAME,
+                apis.group_metadata_manager.partition_for(key),
+            )
+        else:
+            topic, partition = (
+                TRANSACTION_STATE_TOPIC_NAME,
+                apis.transaction_state_manager.partition_for(key),
+            )
+        leader = apis.metadata_cache.partition_state(topic, partition).leader_id
+        return apis.metadata_cache.node(leader, request.listener_name) if leader >= 0 else None
 
     def find(key: str) -> dict[str, Any]:
         if key_type not in (COORDINATOR_TYPE_GROUP, COORDINATOR_TYPE_TRANSACTION):
@@ -59,16 +80,21 @@ def handle_find_coordinator(apis: KafkaApis, request: Any) -> dict[str, Any]:
             error, message = Errors.INVALID_REQUEST, "The key must not be empty"
         else:
             error, message = Errors.NONE, None
-            if key_type == COORDINATOR_TYPE_GROUP:
-                apis.group_metadata_manager.ensure_topic()
-            else:
-                apis.transaction_state_manager.ensure_topic()
-        ok = error is Errors.NONE
+            try:
+                if key_type == COORDINATOR_TYPE_GROUP:
+                    apis.group_metadata_manager.ensure_topic()
+                else:
+                    apis.transaction_state_manager.ensure_topic()
+            except KafkaError as e:
+                error, message = e.code, e.message
+        node = coordinator(key) if error is Errors.NONE else None
+        if error is Errors.NONE and node is None:
+            error, message = Errors.COORDINATOR_NOT_AVAILABLE, "The coordinator is not available."
         return {
             "key": key,
-            "node_id": apis.broker_id if ok else -1,
-            "host": host if ok else "",
-            "port": port if ok else -1,
+            "node_id": node.node_id if node is not None else -1,
+            "host": node.host if node is not None else "",
+            "port": node.port if node is not None else -1,
             "error_code": int(error),
             "error_message": message,
         }
