@@ -7,7 +7,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 export JAVA_HOME ?= $(shell dirname $$(dirname $$(readlink -f $$(command -v java) 2>/dev/null)) 2>/dev/null)
 
 .DEFAULT_GOAL := help
-.PHONY: help system-deps venv dev run test test-rust test-python lint fmt bench bench-rust bench-broker conformance clean
+.PHONY: help system-deps venv dev run cluster test test-rust test-python lint fmt bench bench-rust bench-broker conformance clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -36,6 +36,9 @@ dev: $(VENV)/.dev-stamp ## build the Rust core (release), install kafkars-broker
 
 run: $(VENV)/.dev-stamp ## start one broker with config/server.properties: 127.0.0.1:9092, data in ./kafkars-data
 	@$(VENV)/bin/kafkars-server-start $(or $(CONFIG),config/server.properties) $(ARGS)
+
+cluster: $(VENV)/.dev-stamp ## start ZooKeeper and $(N) brokers (default 3) on free ports until Ctrl-C
+	@$(VENV)/bin/kafkars-cluster --brokers $(or $(N),3)
 
 test: system-deps dev lint test-rust test-python test-smoke ## lint, then every test (what CI runs)
 
@@ -72,7 +75,7 @@ bench-rust: ## Criterion benches of the Rust crates
 # "--scenarios produce,latency", "--peer kafka=127.0.0.1:9092", ...
 BENCH_ARGS ?=
 
-bench-broker: dev ## the broker against librdkafka's rdkafka_performance beside the loopback limits (BENCH_ARGS="--quick --peer NAME=HOST:PORT")
+bench-broker: dev ## the broker harness: kafkars (and --peer brokers) under rdkafka_performance beside the loopback limits
 	$(PY) -m bench.harness $(BENCH_ARGS)
 
 bench: dev bench-rust ## all benchmarks (Criterion, pytest-benchmark, the broker harness)

@@ -95,7 +95,10 @@ class Broker:
         for key, value in self.overrides.items():
             args += ["--override", f"{key}={value}"]
         self._log_file = open(self.log_dir / ".kafkars-server.log", "ab")  # noqa: SIM115
-        self._child = subprocess.Popen(args, stdout=self._log_file, stderr=subprocess.STDOUT)
+        # Its own process group: Ctrl-C in a terminal reaches the parent, which stops it.
+        self._child = subprocess.Popen(
+            args, stdout=self._log_file, stderr=subprocess.STDOUT, start_new_session=True
+        )
         deadline = time.monotonic() + self.startup_timeout
         while not ready.exists():
             if self._child.poll() is not None:

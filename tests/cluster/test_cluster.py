@@ -275,3 +275,31 @@ def test_consumer_group_survives_its_coordinator(cluster: Cluster) -> None:
         rest += [m.value() for m in second.consume(50, 1.0) if m.error() is None]
     second.close()
     assert sorted(got + rest) == sorted(b"%d" % i for i in range(100))
+
+
+def test_session_expiry_is_handled_like_a_death(cluster: Cluster) -> None:
+    topic = create_topic(cluster, 3)
+    zk = KafkaZkClient(f"{cluster.zookeeper.connect}/kafkars")
+    try:
+        controller = zk.get_controller_id()
+    finally:
+        zk.close()
+    leaders = {p: partition_metadata(cluster, topic, p)[0] for p in range(3)}
+    victim = next(b for b in leaders.values() if b != controller)
+    cluster.pause(victim)
+    try:
+        wait_for(
+            lambda: all(
+                partition_metadata(cluster, topic, p)[0] not in (victim, -1) for p in range(3)
+            ),
+            SESSION_TIMEOUT_MS / 1000 + 10,
+            f"leadership away from the stopped broker {victim}",
+        )
+    finally:
+        cluster.resume(victim)
+    # Back, it registers again with a new session, follows, and rejoins every ISR.
+    wait_for(
+        lambda: all(partition_metadata(cluster, topic, p)[2] == [1, 2, 3] for p in range(3)),
+        40,
+        f"broker {victim} back in every ISR",
+    )

@@ -12,9 +12,13 @@ Brokers are `kafkars.Broker(process=True)` with `broker.id` 1..N and
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
 from types import TracebackType
 from typing import Any
+
+import click
 
 from kafkars.broker import Broker
 from kafkars.testing.zookeeper import ZooKeeperServer
@@ -104,6 +108,18 @@ class Cluster:
         """SIGKILL one broker: ZooKeeper notices when its session times out."""
         self.brokers[broker_id].kill()
 
+    def pause(self, broker_id: int) -> None:
+        """SIGSTOP one broker: past `zookeeper.session.timeout.ms` its session expires and
+        the cluster treats it as dead."""
+        child = self.brokers[broker_id]._child
+        if child is not None:
+            child.send_signal(signal.SIGSTOP)
+
+    def resume(self, broker_id: int) -> None:
+        child = self.brokers[broker_id]._child
+        if child is not None:
+            child.send_signal(signal.SIGCONT)
+
     def __enter__(self) -> Cluster:
         try:
             return self.start()
@@ -118,3 +134,45 @@ class Cluster:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+@click.command()
+@click.option("--brokers", "-n", default=3, show_default=True, help="Number of brokers.")
+@click.option(
+    "--override",
+    "overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A broker setting for every broker (repeatable).",
+)
+def main(brokers: int, overrides: tuple[str, ...]) -> None:
+    """Starts ZooKeeper and BROKERS brokers on free ports with temporary data, prints the
+    bootstrap servers, and stops everything on Ctrl-C."""
+    config: dict[str, Any] = {}
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--override")
+        config[key.strip()] = value.strip()
+    try:
+        cluster = Cluster(brokers, config=config).start()
+    except (RuntimeError, TimeoutError) as e:
+        raise click.ClickException(str(e)) from None
+    click.echo(f"ZooKeeper:         {cluster.zookeeper.connect} (chroot /kafkars)")
+    click.echo(f"bootstrap.servers: {cluster.bootstrap_servers}")
+    for broker_id, broker in cluster.brokers.items():
+        click.echo(f"broker {broker_id}: {broker.bootstrap_servers}, data in {broker.log_dir}")
+    click.echo("Ctrl-C stops the cluster and removes its data.")
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        while not stop.wait(0.5):
+            pass
+    finally:
+        click.echo("stopping...")
+        cluster.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -78,6 +78,9 @@ class ZooKeeperServer:
             ],
             stdout=self._log,
             stderr=subprocess.STDOUT,
+            # Its own process group: Ctrl-C in a terminal reaches whoever started it, who
+            # stops the brokers before ZooKeeper, not ZooKeeper first.
+            start_new_session=True,
         )
         deadline = time.monotonic() + timeout
         while not self._answers():
