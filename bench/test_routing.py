@@ -30,6 +30,10 @@ def test_kafka_apis_handle_api_versions(benchmark, broker: Broker) -> None:
         unsupported_version = False
         body: dict = {}
         client_id = "bench"
+        answered = False
+
+        def respond(self, response: dict) -> None:
+            self.answered = True
 
     request = FakeRequest()
     benchmark(apis.handle, request)

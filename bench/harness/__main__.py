@@ -1,0 +1,196 @@
+"""`python -m bench.harness`: the broker benchmark (issue 14, `make bench-broker`).
+
+By default it starts a kafkars broker process of this checkout and drives it with librdkafka's
+rdkafka_performance; --bootstrap measures a broker already running instead, and every
+--peer NAME=HOST:PORT is measured the same way beside it. Results: a table on stdout, JSON
+and PNG plots in bench/results/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.harness import cost, pyclients, rdkafka, report, scenarios, targets
+from bench.harness.clients import Client
+from bench.harness.progress import Progress
+from bench.harness.targets import Target, UsageError
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(
+        prog="python -m bench.harness",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument(
+        "--quick", action="store_true", help="a small subset with short runs (1-2 minutes)"
+    )
+    ap.add_argument(
+        "--scenarios",
+        metavar="A,B",
+        help=f"scenario groups to run, of: {','.join(scenarios.GROUPS)} (default: all; "
+        f"with --quick: {','.join(scenarios.QUICK_GROUPS)})",
+    )
+    ap.add_argument(
+        "--bootstrap", metavar="HOST:PORT", help="measure this running broker, start none"
+    )
+    ap.add_argument("--name", default="kafkars", help="the measured broker's name (kafkars)")
+    ap.add_argument(
+        "--peer",
+        action="append",
+        default=[],
+        metavar="NAME=HOST:PORT",
+        help="another Kafka-compatible broker to measure the same way (repeatable)",
+    )
+    ap.add_argument(
+        "--startup-partitions",
+        default="0,1000,9000",
+        metavar="N,M",
+        help="partition counts of the startup group (default 0,1000,9000)",
+    )
+    ap.add_argument(
+        "--python-clients",
+        action="store_true",
+        help="use confluent-kafka Python clients even when rdkafka_performance is built",
+    )
+    ap.add_argument("--out", type=Path, default=RESULTS, help="results directory (bench/results)")
+    return ap.parse_args(argv)
+
+
+def groups_of(text: str | None, quick: bool) -> tuple[str, ...]:
+    if not text:
+        return scenarios.QUICK_GROUPS if quick else scenarios.GROUPS
+    chosen = tuple(g.strip() for g in text.split(",") if g.strip())
+    unknown = [g for g in chosen if g not in scenarios.GROUPS]
+    if unknown or not chosen:
+        raise UsageError(
+            f"--scenarios: unknown group {', '.join(unknown) or '(none)'}; "
+            f"choose from {','.join(scenarios.GROUPS)}"
+        )
+    return tuple(g for g in scenarios.GROUPS if g in chosen)
+
+
+def counts_of(text: str) -> list[int]:
+    try:
+        counts = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        counts = [-1]
+    if not counts or min(counts) < 0:
+        raise UsageError(f"--startup-partitions wants counts like 0,1000,9000, got {text!r}")
+    return counts
+
+
+def pick_client(force_python: bool) -> Client:
+    binary = None if force_python else rdkafka.find_binary()
+    if binary is not None:
+        return rdkafka.RdkafkaPerformance(binary)
+    fallback = pyclients.PythonClients()
+    if not force_python:
+        print(
+            f"rdkafka_performance not found at {rdkafka.DEFAULT_BINARY}: {rdkafka.BUILD_HINT}; "
+            f"using {fallback.name} instead",
+            file=sys.stderr,
+        )
+    return fallback
+
+
+def machine() -> str:
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = " " + line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return (
+        f"{os.cpu_count()} CPUs{model}, {mem:.1f} GiB RAM, "
+        f"Linux {platform.release()}, Python {platform.python_version()}"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    started = time.localtime()
+    own: Target | None = None
+    try:
+        groups = groups_of(args.scenarios, args.quick)
+        startup_partitions = counts_of(args.startup_partitions)
+        peers = [targets.parse_peer(p) for p in args.peer]
+        names = [args.name] + [n for n, _ in peers]
+        if len(set(names)) != len(names):
+            raise UsageError(f"every target needs its own name, got {', '.join(names)}")
+        measured: list[Target] = []
+        if args.bootstrap:
+            measured.append(targets.connect(args.name, args.bootstrap))
+        measured += [targets.connect(name, address) for name, address in peers]
+        client = pick_client(args.python_clients)
+        cost.raise_fd_limit()
+        if not args.bootstrap:
+            try:
+                own = targets.start_own(args.name, {"num.partitions": 1})
+            except (RuntimeError, TimeoutError) as e:
+                first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                raise UsageError(f"could not start a kafkars broker: {first}") from e
+            measured.insert(0, own)
+    except UsageError as e:
+        print(f"bench.harness: {e}", file=sys.stderr)
+        return 2
+
+    results: dict[str, Any] = {
+        "meta": {
+            "started": time.strftime("%Y-%m-%d %H:%M:%S", started),
+            "mode": "quick" if args.quick else "full",
+            "groups": list(groups),
+            "machine": machine(),
+            "client": client.name,
+            "argv": sys.argv[1:] if argv is None else argv,
+            # Other work on the machine skews every figure: the 1-minute load average.
+            "loadavg_start": os.getloadavg()[0],
+        },
+        "targets": {
+            t.name: {
+                "kind": "own process" if t.own else "running",
+                "bootstrap": t.bootstrap,
+                "pid": t.pid,
+            }
+            for t in measured
+        },
+        "notes": [],
+        "errors": [],
+    }
+    cfg = scenarios.settings(args.quick, groups, startup_partitions)
+    bench = scenarios.Bench(cfg, client, measured, results, Progress)
+    began = time.monotonic()
+    try:
+        bench.run()
+    except KeyboardInterrupt:
+        results["notes"].append("interrupted: the figures so far")
+    finally:
+        if own is not None and own.own is not None:
+            own.own.stop()
+    results["meta"]["seconds"] = time.monotonic() - began
+    results["meta"]["loadavg_end"] = os.getloadavg()[0]
+
+    stamp = time.strftime("%Y%m%d-%H%M%S", started)
+    written = report.plots(results, args.out)
+    path, latest = report.write_json(results, args.out, stamp)
+    print(report.table(results))
+    print()
+    print(f"ran {results['meta']['seconds'] / 60:.1f} min; wrote {path}, {latest}")
+    for p in written:
+        print(f"wrote {p}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,146 @@
+"""What a broker costs: resident memory (VmRSS) idle and under load, CPU seconds
+(utime + stime of the whole process) per GB in and out, and start-up time with many
+partitions after a clean shutdown and after SIGKILL, beside the time `find` takes to walk
+the same log dir."""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from bench.harness import wire
+from kafkars.broker import Broker
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def rss_bytes(pid: int) -> int | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def cpu_seconds(pid: int) -> float | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # Fields after the parenthesised command (which may hold spaces): utime is the 14th
+    # field of the line, stime the 15th.
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def open_fds(pid: int) -> int | None:
+    try:
+        return len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return None
+
+
+class RssSampler:
+    """The largest VmRSS seen while it runs, sampled every `interval` seconds."""
+
+    def __init__(self, pid: int, interval: float = 0.2) -> None:
+        self.pid = pid
+        self.interval = interval
+        self.peak = rss_bytes(pid) or 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="rss-sampler", daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.peak = max(self.peak, rss_bytes(self.pid) or 0)
+
+    def __enter__(self) -> RssSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def raise_fd_limit() -> int:
+    """Soft RLIMIT_NOFILE up to the hard one (the broker child inherits it); the hard one."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return hard
+
+
+def _answering(broker: Broker) -> None:
+    """Until the port answers ApiVersions (the ready file comes just before that)."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            wire.probe(broker.host, broker.port, timeout=5)
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.005)
+
+
+def _timed_start(broker: Broker) -> float:
+    began = time.perf_counter()
+    broker.start()
+    _answering(broker)
+    return time.perf_counter() - began
+
+
+def _find_seconds(log_dir: Path) -> float:
+    began = time.perf_counter()
+    subprocess.run(["find", str(log_dir)], stdout=subprocess.DEVNULL, check=True)
+    return time.perf_counter() - began
+
+
+def startup(
+    partitions: int,
+    create_topic: Callable[[str, str, int], None],
+    fill: Callable[[str, str, int], None],
+) -> dict[str, Any]:
+    """Start-up of a broker holding `partitions` partitions (one topic, a few records in
+    each): after a clean shutdown and after SIGKILL, and `find` over its log dir."""
+    result: dict[str, Any] = {"partitions": partitions}
+    with tempfile.TemporaryDirectory(prefix="bench-startup-") as tmp:
+        broker = Broker(log_dir=tmp, process=True, startup_timeout=1800)
+        try:
+            result["first_start_s"] = _timed_start(broker)
+            if partitions:
+                began = time.perf_counter()
+                create_topic(broker.bootstrap_servers, "startup", partitions)
+                result["create_s"] = time.perf_counter() - began
+                fill(broker.bootstrap_servers, "startup", partitions)
+            assert broker._child is not None
+            result["fds"] = open_fds(broker._child.pid)
+            result["rss_MiB"] = (rss_bytes(broker._child.pid) or 0) / 2**20
+            began = time.perf_counter()
+            broker.stop(remove=False)
+            result["clean_stop_s"] = time.perf_counter() - began
+            result["find_s"] = _find_seconds(Path(tmp))
+            result["clean_start_s"] = _timed_start(broker)
+            broker.kill()
+            result["unclean_start_s"] = _timed_start(broker)
+        finally:
+            broker.stop(remove=False)
+    for kind in ("clean", "unclean"):
+        result[f"{kind}_start_vs_find"] = result[f"{kind}_start_s"] / max(result["find_s"], 1e-6)
+    return result

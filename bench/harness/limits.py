@@ -1,0 +1,91 @@
+"""The machine's raw loopback limits, measured in the same run as the broker: one TCP
+connection from a Python writer to a Python reader (what a produce could reach), and
+`os.sendfile` from a file to a socket reader (what a fetch could reach), from the page cache
+and, when the page cache can be dropped, from disk."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from pathlib import Path
+
+CHUNK = 1 << 20
+
+
+def _reader(server: socket.socket, received: list[int]) -> threading.Thread:
+    """Accept one connection and read it to EOF in 1 MiB chunks (the GIL is released in
+    recv_into, so the writer in the main thread runs beside it)."""
+
+    def run() -> None:
+        conn, _ = server.accept()
+        buf = bytearray(CHUNK)
+        total = 0
+        while n := conn.recv_into(buf):
+            total += n
+        conn.close()
+        received.append(total)
+
+    t = threading.Thread(target=run, name="limit-reader")
+    t.start()
+    return t
+
+
+def socket_write(total_bytes: int) -> float:
+    """MB/s from sendall() of 1 MiB chunks to recv_into() over one loopback connection."""
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        received: list[int] = []
+        t = _reader(server, received)
+        payload = os.urandom(CHUNK)
+        with socket.create_connection(server.getsockname()[:2]) as client:
+            began = time.perf_counter()
+            sent = 0
+            while sent < total_bytes:
+                client.sendall(payload)
+                sent += CHUNK
+            client.shutdown(socket.SHUT_WR)
+            t.join()
+            elapsed = time.perf_counter() - began
+    return received[0] / elapsed / 1e6
+
+
+def make_file(path: Path, size: int) -> Path:
+    """A file of `size` bytes, left in the page cache by writing it."""
+    block = os.urandom(CHUNK)
+    with open(path, "wb") as f:
+        for _ in range(size // CHUNK):
+            f.write(block)
+    return path
+
+
+def sendfile(path: Path, passes: int = 1) -> float:
+    """MB/s of os.sendfile() from `path` to one loopback connection, `passes` times over."""
+    size = path.stat().st_size
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        received: list[int] = []
+        t = _reader(server, received)
+        with socket.create_connection(server.getsockname()[:2]) as client, open(path, "rb") as f:
+            began = time.perf_counter()
+            for _ in range(passes):
+                offset = 0
+                while offset < size:
+                    sent = os.sendfile(client.fileno(), f.fileno(), offset, size - offset)
+                    if sent == 0:
+                        break
+                    offset += sent
+            client.shutdown(socket.SHUT_WR)
+            t.join()
+            elapsed = time.perf_counter() - began
+    return received[0] / elapsed / 1e6
+
+
+def drop_caches() -> str | None:
+    """Write back dirty pages and drop the page cache; None when done, else why not."""
+    os.sync()
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+    except OSError as e:
+        return f"echo 3 > /proc/sys/vm/drop_caches not allowed ({e.strerror})"
+    return None

@@ -1,0 +1,654 @@
+"""The scenario groups and the plan that runs them: every group is a list of steps, each
+step runs once per target (our broker, then each peer) so the figures sit side by side.
+
+Groups: limits, ceiling (the client against a null sink), produce, consume (from the page
+cache), lag (from offset 0 of a big topic, page cache dropped), latency (at 10/50/80 % of
+the measured maximum), partitions (1,000), connections (1,000), startup."""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import socket
+import tempfile
+import threading
+import time
+import traceback
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.harness import cost, limits, targets, wire
+from bench.harness.clients import Client, Run
+from bench.harness.nullsink import NullSink
+from bench.harness.progress import Progress
+from bench.harness.targets import Target
+
+GROUPS = (
+    "limits",
+    "ceiling",
+    "produce",
+    "consume",
+    "lag",
+    "latency",
+    "partitions",
+    "connections",
+    "startup",
+)
+QUICK_GROUPS = ("limits", "ceiling", "produce", "consume", "lag", "latency")
+LOADS = (0.1, 0.5, 0.8)
+# Latency runs linger 1 ms: records still batch at high rates (as in the throughput runs,
+# which linger 5 ms), and the wait adds at most 1 ms to what the broker takes.
+LATENCY_LINGER_MS = 1
+# One request per record (linger.ms=0 at a rate where nothing is in flight to batch behind):
+# the broker's per-request cost rather than its bytes.
+UNBATCHED_RATE = 10_000
+# The file descriptors a partition holds open in kafkars (.log, .index, .timeindex).
+FDS_PER_PARTITION = 3
+
+
+@dataclass(frozen=True)
+class Case:
+    """One produce configuration."""
+
+    acks: int
+    size: int
+    partitions: int
+    codec: str
+
+    @property
+    def label(self) -> str:
+        return f"acks={self.acks:<2} {size_label(self.size):>6} {self.partitions}p {self.codec}"
+
+
+def size_label(size: int) -> str:
+    return f"{size // 1024} KiB" if size >= 1024 else f"{size} B"
+
+
+BASELINE = Case(1, 100, 1, "none")  # the latency scenario's configuration, and its maximum
+
+
+@dataclass
+class Settings:
+    quick: bool
+    groups: tuple[str, ...]
+    cases: list[Case]
+    consume_cases: list[Case]
+    bytes_per_run: int
+    max_records: int
+    limit_bytes: int
+    lag_bytes: int
+    latency_seconds: float
+    connections: int
+    many_partitions: int
+    startup_partitions: list[int]
+
+    def records(self, size: int) -> int:
+        return max(1000, min(self.max_records, self.bytes_per_run // size))
+
+
+def settings(quick: bool, groups: tuple[str, ...], startup_partitions: list[int]) -> Settings:
+    sizes = (100, 1024, 65536)
+    if quick:
+        cases = [
+            BASELINE,
+            Case(0, 100, 1, "none"),
+            Case(-1, 100, 1, "none"),
+            Case(1, 65536, 1, "none"),
+            Case(1, 1024, 8, "none"),
+            Case(1, 1024, 1, "lz4"),
+        ]
+    else:
+        cases = [Case(a, s, 1, "none") for a in (0, 1, -1) for s in sizes]
+        cases += [Case(1, s, 8, "none") for s in sizes]
+        cases += [Case(1, s, 1, c) for c in ("lz4", "zstd") for s in sizes]
+    consume = [c for c in cases if c.acks == 1 and c.codec == "none"]
+    return Settings(
+        quick=quick,
+        groups=groups,
+        cases=cases,
+        consume_cases=consume,
+        # About a second a run (quick) or a few (full) at this machine's rates.
+        bytes_per_run=300_000_000 if quick else 1_500_000_000,
+        max_records=3_000_000 if quick else 15_000_000,
+        limit_bytes=(512 if quick else 2048) * 2**20,
+        lag_bytes=(256 if quick else 2048) * 2**20,
+        latency_seconds=3.0 if quick else 10.0,
+        connections=1000,
+        many_partitions=1000,
+        startup_partitions=startup_partitions,
+    )
+
+
+@dataclass
+class State:
+    """What one target's steps hand each other, and its share of the results."""
+
+    target: Target
+    results: dict[str, Any]
+    produced: dict[Case, tuple[str, int]] = field(default_factory=dict)
+    max_rate: float | None = None
+    sampler: cost.RssSampler | None = None
+
+
+Step = tuple[str, Callable[[], None]]
+
+
+class Bench:
+    def __init__(
+        self,
+        cfg: Settings,
+        client: Client,
+        targets_: list[Target],
+        results: dict[str, Any],
+        progress_total: Callable[[int], Progress],
+    ) -> None:
+        self.cfg = cfg
+        self.client = client
+        self.results = results
+        self.run_id = uuid.uuid4().hex[:6]
+        self.states = [State(t, results["targets"].setdefault(t.name, {})) for t in targets_]
+        self.limits: dict[str, Any] = results.setdefault("limits", {})
+        self.ceiling: dict[str, Any] = results.setdefault("ceiling", {})
+        self._progress_total = progress_total
+        self.progress: Progress | None = None
+        self.workdir = Path(tempfile.mkdtemp(prefix="bench-harness-"))
+
+    # --- the plan --------------------------------------------------------------------
+
+    def plan(self) -> list[Step]:
+        g = self.cfg.groups
+        steps: list[Step] = []
+        if "limits" in g:
+            steps += [
+                ("limits: socket write→read", self.limit_socket),
+                ("limits: sendfile from page cache", self.limit_sendfile),
+                ("limits: sendfile from disk (caches dropped)", self.limit_sendfile_cold),
+            ]
+        if "ceiling" in g:
+            for size, codec in sorted({(c.size, c.codec) for c in self.cfg.cases}):
+                steps.append(
+                    (
+                        f"client ceiling: {size_label(size)} {codec} → null sink",
+                        _bind(self.client_ceiling, size, codec),
+                    )
+                )
+        for st in self.states:
+            steps.append((f"{st.target.name}: idle", _bind(self.idle, st)))
+        if "produce" in g:
+            for case in self.cfg.cases:
+                steps += self._each(f"produce {case.label}", self.produce, case)
+        if "consume" in g:
+            for case in self.cfg.consume_cases:
+                if "produce" in g:
+                    steps += self._each(f"consume {case.label}", self.consume, case)
+        if "lag" in g:
+            steps += self._each("lag: fill a big topic", self.lag_fill)
+            steps += self._each("lag: consume from offset 0", self.lag_consume)
+        if "latency" in g:
+            steps += self._each("latency: maximum rate", self.latency_max)
+            for load in LOADS:
+                steps += self._each(f"latency at {load:.0%} of maximum", self.latency, load)
+            steps += self._each(f"latency at {UNBATCHED_RATE:,}/s unbatched", self.latency, None)
+        if "partitions" in g:
+            steps += self._each(
+                f"produce to {self.cfg.many_partitions:,} partitions", self.many_partitions
+            )
+        if "connections" in g:
+            steps += self._each(f"{self.cfg.connections:,} connections", self.connections)
+        if "startup" in g:
+            for n in self.cfg.startup_partitions:
+                steps.append((f"start-up with {n:,} partitions", _bind(self.startup, n)))
+        for st in self.states:
+            steps.append((f"{st.target.name}: summary", _bind(self.summary, st)))
+        return steps
+
+    def _each(self, label: str, fn: Callable[..., None], *args: Any) -> list[Step]:
+        return [(f"{label} ({st.target.name})", _bind(fn, st, *args)) for st in self.states]
+
+    def run(self) -> None:
+        try:
+            self._run()
+        finally:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def _run(self) -> None:
+        steps = self.plan()
+        with self._progress_total(len(steps)) as progress:
+            self.progress = progress
+            for label, fn in steps:
+                progress.step(label)
+                try:
+                    # Dirty pages an earlier step left (deleted topics are removed later)
+                    # are written back now, not during this step's measurement.
+                    os.sync()
+                    fn()
+                except KeyboardInterrupt:
+                    raise
+                except Exception as e:
+                    progress.note(f"   {label}: failed: {type(e).__name__}: {e}")
+                    self.results["errors"].append(
+                        {
+                            "step": label,
+                            "error": f"{type(e).__name__}: {e}",
+                            "traceback": traceback.format_exc(),
+                        }
+                    )
+                progress.finish_step()
+        for st in self.states:
+            if st.sampler is not None:
+                st.sampler.__exit__(None, None, None)
+
+    def note(self, text: str) -> None:
+        self.results["notes"].append(text)
+        if self.progress is not None:
+            self.progress.note(f"   note: {text}")
+
+    # --- limits ------------------------------------------------------------------------
+
+    def limit_socket(self) -> None:
+        self.limits["socket_write_MBps"] = limits.socket_write(self.cfg.limit_bytes)
+
+    def _limit_file(self) -> Path:
+        path = self.workdir / "sendfile.bin"
+        if not path.exists():
+            limits.make_file(path, self.cfg.limit_bytes // 2)
+        return path
+
+    def limit_sendfile(self) -> None:
+        path = self._limit_file()
+        limits.sendfile(path)  # a first pass: the whole file is in the page cache after it
+        self.limits["sendfile_MBps"] = limits.sendfile(path, passes=2)
+
+    def limit_sendfile_cold(self) -> None:
+        path = self._limit_file()
+        why_not = limits.drop_caches()
+        if why_not:
+            self.limits["drop_caches"] = why_not
+            self.note(f"{why_not}: no from-disk figures (lag reads from the page cache)")
+            return
+        self.limits["drop_caches"] = "allowed"
+        self.limits["sendfile_cold_MBps"] = limits.sendfile(path)
+
+    # --- the client's ceiling ------------------------------------------------------------
+
+    def client_ceiling(self, size: int, codec: str) -> None:
+        records = self.cfg.records(size)
+        with NullSink() as sink:
+            run = self.client.produce(
+                sink.bootstrap, "null", records=records, size=size, acks=0, codec=codec, partition=0
+            )
+        self.ceiling[f"{size} {codec}"] = _run_dict(run)
+
+    # --- produce and consume -------------------------------------------------------------
+
+    def idle(self, st: State) -> None:
+        pid = st.target.pid
+        st.results.update(bootstrap=st.target.bootstrap, pid=pid)
+        if pid is None:
+            self.note(f"{st.target.name}: its process is not visible here: no RSS or CPU figures")
+            return
+        time.sleep(1.0)
+        st.results["rss_idle_MiB"] = (cost.rss_bytes(pid) or 0) / 2**20
+        st.sampler = cost.RssSampler(pid).__enter__()
+
+    def _topic(self, st: State, what: str, partitions: int) -> str:
+        name = f"bench-{self.run_id}-{what}"
+        targets.create_topic(st.target.bootstrap, name, partitions)
+        return name
+
+    def _measured(self, st: State, fn: Callable[[], Run]) -> tuple[Run, float | None]:
+        """Run `fn`, with the broker's CPU seconds spent meanwhile."""
+        pid = st.target.pid
+        before = cost.cpu_seconds(pid) if pid else None
+        run = fn()
+        after = cost.cpu_seconds(pid) if pid else None
+        return run, (after - before) if before is not None and after is not None else None
+
+    def produce(self, st: State, case: Case) -> None:
+        topic = self._topic(
+            st, f"p{case.partitions}-{case.size}-a{case.acks}-{case.codec}", case.partitions
+        )
+        records = self.cfg.records(case.size)
+        run, cpu = self._measured(
+            st,
+            lambda: self.client.produce(
+                st.target.bootstrap,
+                topic,
+                records=records,
+                size=case.size,
+                acks=case.acks,
+                codec=case.codec,
+                partition=0 if case.partitions == 1 else None,
+            ),
+        )
+        row = {"case": case.label, **case.__dict__, **_run_dict(run), **_cpu(cpu, run)}
+        row["vs_socket"] = _ratio(run.mb_per_s, self.limits.get("socket_write_MBps"))
+        ceiling = self.ceiling.get(f"{case.size} {case.codec}")
+        row["vs_ceiling"] = _ratio(run.mb_per_s, ceiling["MBps"] if ceiling else None)
+        st.results.setdefault("produce", []).append(row)
+        if case == BASELINE:
+            st.max_rate = run.records_per_s
+        if case in self.cfg.consume_cases and "consume" in self.cfg.groups:
+            st.produced[case] = (topic, run.records)
+        else:
+            targets.delete_topics(st.target.bootstrap, [topic])
+
+    def consume(self, st: State, case: Case) -> None:
+        if case not in st.produced:
+            raise RuntimeError("its produce step did not leave a topic")
+        topic, records = st.produced.pop(case)
+        run, cpu = self._measured(
+            st,
+            lambda: self.client.consume(
+                st.target.bootstrap, topic, partitions=list(range(case.partitions)), records=records
+            ),
+        )
+        row = {"case": case.label, **case.__dict__, **_run_dict(run), **_cpu(cpu, run)}
+        row["vs_sendfile"] = _ratio(run.mb_per_s, self.limits.get("sendfile_MBps"))
+        st.results.setdefault("consume", []).append(row)
+        targets.delete_topics(st.target.bootstrap, [topic])
+
+    # --- lag: offset 0 of a big topic ----------------------------------------------------------
+
+    def lag_fill(self, st: State) -> None:
+        size = 1024
+        topic = self._topic(st, "lag", 1)
+        records = self.cfg.lag_bytes // size
+        run, cpu = self._measured(
+            st,
+            lambda: self.client.produce(
+                st.target.bootstrap,
+                topic,
+                records=records,
+                size=size,
+                acks=1,
+                codec="none",
+                partition=0,
+            ),
+        )
+        st.produced[Case(1, size, 1, "lag")] = (topic, run.records)
+        st.results["lag"] = {"fill": {**_run_dict(run), **_cpu(cpu, run)}}
+
+    def lag_consume(self, st: State) -> None:
+        key = Case(1, 1024, 1, "lag")
+        if key not in st.produced:
+            raise RuntimeError("the fill step did not leave a topic")
+        topic, records = st.produced.pop(key)
+        why_not = limits.drop_caches()
+        lag = st.results.setdefault("lag", {})
+        lag["page_cache_dropped"] = why_not is None
+        if why_not:
+            self.note(f"{st.target.name} lag: {why_not}: read from the page cache")
+        run, cpu = self._measured(
+            st,
+            lambda: self.client.consume(
+                st.target.bootstrap, topic, partitions=[0], records=records
+            ),
+        )
+        lag["consume"] = {**_run_dict(run), **_cpu(cpu, run)}
+        limit = self.limits.get("sendfile_cold_MBps") if why_not is None else None
+        lag["consume"]["limit"] = "sendfile_cold_MBps" if limit else "sendfile_MBps"
+        lag["consume"]["vs_sendfile"] = _ratio(
+            run.mb_per_s, limit or self.limits.get("sendfile_MBps")
+        )
+        targets.delete_topics(st.target.bootstrap, [topic])
+
+    # --- latency -----------------------------------------------------------------------------
+
+    def latency_max(self, st: State) -> None:
+        if st.max_rate is None:
+            topic = self._topic(st, "latency-max", 1)
+            run = self.client.produce(
+                st.target.bootstrap,
+                topic,
+                records=self.cfg.records(BASELINE.size),
+                size=BASELINE.size,
+                acks=BASELINE.acks,
+                codec=BASELINE.codec,
+                partition=0,
+            )
+            st.max_rate = run.records_per_s
+            targets.delete_topics(st.target.bootstrap, [topic])
+        st.results["latency_max_records_per_s"] = st.max_rate
+
+    def latency(self, st: State, load: float | None) -> None:
+        """At `load` × the maximum rate with a 1 ms linger, or (load None) unbatched: a
+        fixed rate with linger.ms=0, where every record is a request of its own."""
+        if load is None:
+            wanted, linger, level = float(UNBATCHED_RATE), 0, f"{UNBATCHED_RATE:,}/s unbatched"
+        elif not st.max_rate:
+            raise RuntimeError("no maximum produce rate to take a share of")
+        else:
+            wanted, linger, level = load * st.max_rate, LATENCY_LINGER_MS, f"{load:.0%}"
+        rate = wanted
+        cap = self.client.max_latency_rate
+        if cap is not None and rate > cap:
+            self.note(
+                f"{st.target.name} latency at {level}: {rate:,.0f} records/s is more than one "
+                f"Python client offers; capped at {cap:,.0f}/s"
+            )
+            rate = cap
+        topic = self._topic(st, f"latency-{int(load * 100) if load else 'unbatched'}", 1)
+        lat = self.client.latency(
+            st.target.bootstrap,
+            topic,
+            rate=rate,
+            seconds=self.cfg.latency_seconds,
+            size=BASELINE.size,
+            linger_ms=linger,
+        )
+        row: dict[str, Any] = {"level": level, "load": load, "linger_ms": linger}
+        row.update(lat.summary())
+        row["capped"] = rate < wanted
+        if lat.achieved_per_s < 0.9 * rate:
+            self.note(
+                f"{st.target.name} latency at {level}: {lat.achieved_per_s:,.0f} of "
+                f"{rate:,.0f} records/s offered; the client or this machine's CPUs kept it lower"
+            )
+        row["cdf"] = lat.cdf()
+        st.results.setdefault("latency", []).append(row)
+        targets.delete_topics(st.target.bootstrap, [topic])
+
+    # --- 1,000 partitions and 1,000 connections ------------------------------------------------
+
+    def many_partitions(self, st: State) -> None:
+        n = self.cfg.many_partitions
+        began = time.perf_counter()
+        topic = self._topic(st, f"many-{n}", n)
+        created = time.perf_counter() - began
+        size = 1024
+        run, cpu = self._measured(
+            st,
+            lambda: self.client.produce(
+                st.target.bootstrap,
+                topic,
+                records=self.cfg.records(size),
+                size=size,
+                acks=1,
+                codec="none",
+                partition=None,
+            ),
+        )
+        st.results["partitions"] = {
+            "partitions": n,
+            "size": size,
+            "create_s": created,
+            **_run_dict(run),
+            **_cpu(cpu, run),
+            "vs_socket": _ratio(run.mb_per_s, self.limits.get("socket_write_MBps")),
+            "rss_MiB": _rss_mib(st.target.pid),
+        }
+        targets.delete_topics(st.target.bootstrap, [topic])
+
+    def connections(self, st: State) -> None:
+        host, port = st.target.host_port
+        n = self.cfg.connections
+        out: dict[str, Any] = {"connections": n, "rss_before_MiB": _rss_mib(st.target.pid)}
+        socks: list[socket.socket] = []
+        pinger = Pinger(socks)
+        try:
+            began = time.perf_counter()
+            for i in range(n):
+                s = socket.create_connection((host, port), timeout=10)
+                socks.append(s)
+                wire.round_trip(s, wire.api_versions_request(i))
+                wire.round_trip(s, wire.metadata_request(i))
+            out["open_s"] = time.perf_counter() - began
+            time.sleep(1.0)
+            out["rss_open_MiB"] = _rss_mib(st.target.pid)
+            pinger.start()
+            case = Case(1, 1024, 1, "none")
+            topic = self._topic(st, "connections", 1)
+            run, cpu = self._measured(
+                st,
+                lambda: self.client.produce(
+                    st.target.bootstrap,
+                    topic,
+                    records=self.cfg.records(case.size),
+                    size=case.size,
+                    acks=case.acks,
+                    codec=case.codec,
+                    partition=0,
+                ),
+            )
+            out["produce"] = {**_run_dict(run), **_cpu(cpu, run)}
+            out["produce"]["vs_socket"] = _ratio(run.mb_per_s, self.limits.get("socket_write_MBps"))
+            if st.max_rate:
+                rate = LOADS[0] * st.max_rate
+                if self.client.max_latency_rate is not None:
+                    rate = min(rate, self.client.max_latency_rate)
+                lat_topic = self._topic(st, "connections-latency", 1)
+                lat = self.client.latency(
+                    st.target.bootstrap,
+                    lat_topic,
+                    rate=rate,
+                    seconds=self.cfg.latency_seconds / 2,
+                    size=BASELINE.size,
+                    linger_ms=LATENCY_LINGER_MS,
+                )
+                out["latency"] = {"load": LOADS[0], **lat.summary()}
+                targets.delete_topics(st.target.bootstrap, [lat_topic])
+            out["rss_load_MiB"] = _rss_mib(st.target.pid)
+            targets.delete_topics(st.target.bootstrap, [topic])
+        finally:
+            pinger.stop()
+            for s in socks:
+                s.close()
+        out["pings"] = len(pinger.rtts_ms)
+        out["ping_p99_ms"] = _pct(pinger.rtts_ms, 0.99)
+        out["ping_errors"] = pinger.errors
+        st.results["connections"] = out
+
+    # --- start-up ------------------------------------------------------------------------------
+
+    def startup(self, partitions: int) -> None:
+        hard = cost.raise_fd_limit()
+        needed = FDS_PER_PARTITION * partitions + 500
+        measured = partitions
+        if needed > hard:
+            measured = (hard - 500) // FDS_PER_PARTITION // 1000 * 1000
+            self.note(
+                f"start-up with {partitions:,} partitions needs ~{needed:,} open files, the hard "
+                f"limit here is {hard:,} (ulimit -Hn): measured with {measured:,} instead"
+            )
+
+        def fill(bootstrap: str, topic: str, n: int) -> None:
+            # About ten records in every partition: each has a segment and index entries.
+            self.client.produce(
+                bootstrap, topic, records=10 * n, size=100, acks=1, codec="none", partition=None
+            )
+
+        result = cost.startup(measured, targets.create_topic, fill)
+        result["requested_partitions"] = partitions
+        self.results.setdefault("startup", []).append(result)
+
+    # --- per-target summary ------------------------------------------------------------------
+
+    def summary(self, st: State) -> None:
+        res = st.results
+        if st.sampler is not None:
+            st.sampler.__exit__(None, None, None)
+            res["rss_peak_MiB"] = st.sampler.peak / 2**20
+            st.sampler = None
+        # CPU per GB from the runs without compression (compression moves the cost to the
+        # client and changes what a "byte" is).
+        for key, rows in (("in", res.get("produce", [])), ("out", res.get("consume", []))):
+            usable = [r for r in rows if r.get("cpu_s") is not None and r["codec"] == "none"]
+            gb = sum(r["payload_bytes"] for r in usable) / 1e9
+            if gb:
+                res[f"cpu_s_per_GB_{key}"] = sum(r["cpu_s"] for r in usable) / gb
+        for st_topic, _ in list(st.produced.values()):
+            targets.delete_topics(st.target.bootstrap, [st_topic])
+
+
+class Pinger:
+    """Low-rate traffic on the idle connections: an ApiVersions round trip on the next one
+    every 5 ms (200 requests/s, each connection every few seconds)."""
+
+    def __init__(self, socks: list[socket.socket]) -> None:
+        self.socks = socks
+        self.rtts_ms: list[float] = []
+        self.errors = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="pinger", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def _run(self) -> None:
+        i = 0
+        while not self._stop.wait(0.005):
+            s = self.socks[i % len(self.socks)]
+            i += 1
+            began = time.perf_counter()
+            try:
+                wire.round_trip(s, wire.api_versions_request(i))
+                self.rtts_ms.append((time.perf_counter() - began) * 1000)
+            except OSError:
+                self.errors += 1
+
+
+def _bind(fn: Callable[..., None], *args: Any) -> Callable[[], None]:
+    return lambda: fn(*args)
+
+
+def _run_dict(run: Run) -> dict[str, Any]:
+    return {
+        "records": run.records,
+        "payload_bytes": run.payload_bytes,
+        "seconds": run.seconds,
+        "records_per_s": run.records_per_s,
+        "MBps": run.mb_per_s,
+    }
+
+
+def _cpu(cpu: float | None, run: Run) -> dict[str, Any]:
+    if cpu is None:
+        return {"cpu_s": None}
+    gb = run.payload_bytes / 1e9
+    return {"cpu_s": cpu, "cpu_s_per_GB": cpu / gb if gb else None}
+
+
+def _ratio(value: float, limit: float | None) -> float | None:
+    return value / limit if limit else None
+
+
+def _rss_mib(pid: int | None) -> float | None:
+    rss = cost.rss_bytes(pid) if pid else None
+    return rss / 2**20 if rss is not None else None
+
+
+def _pct(values: list[float], q: float) -> float:
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
