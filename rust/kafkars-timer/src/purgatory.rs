@@ -37,6 +37,9 @@ pub struct OperationState {
     /// Serializes `try_complete` and expiration of one operation, as Kafka's
     /// per-operation lock does, so implementations see a stable state.
     lock: Mutex<()>,
+    /// Set by a `check_and_complete` that found the lock taken: the holder (or the
+    /// setter) checks again, so no event is lost (Kafka's tryCompletePending).
+    try_complete_pending: AtomicBool,
     /// The pending timeout, so completion can remove it from the timer.
     timeout: Mutex<Option<(Weak<dyn CancelTimer>, TimerHandle)>>,
 }
@@ -85,8 +88,8 @@ impl OperationState {
 /// `on_complete` runs exactly once, whichever way the operation ends and
 /// however completion and expiration race across threads. `try_complete`,
 /// `on_expiration` and the expiry-time `on_complete` run under the
-/// operation's own lock; as in Kafka, completing other operations from inside
-/// them can deadlock if two operations do it to each other.
+/// operation's own lock; `check_and_complete` only tries that lock, so
+/// `on_complete` may check other operations, even this one, without deadlock.
 pub trait DelayedOperation: Send + Sync + 'static {
     /// The embedded completion state.
     fn state(&self) -> &OperationState;
@@ -121,10 +124,40 @@ pub trait DelayedOperation: Send + Sync + 'static {
     }
 }
 
-/// `try_complete` under the operation's lock, skipping completed operations.
+/// `try_complete` under the operation's lock, skipping completed operations
+/// (Kafka's maybeTryComplete). The lock is only tried: the thread holding it may
+/// be this one, completing the operation whose `on_complete` led here (a
+/// follower's fetch moving the high watermark re-checks the fetch purgatory),
+/// and waiting would deadlock. A thread that finds it taken sets
+/// `try_complete_pending`; whoever holds the lock checks again after releasing
+/// it, so an event that arrives meanwhile is not lost.
 fn safe_try_complete<Op: DelayedOperation>(op: &Op) -> bool {
-    let _guard = lock(&op.state().lock);
-    !op.is_completed() && op.try_complete()
+    let state = op.state();
+    let mut done = false;
+    loop {
+        let retry = match state.lock.try_lock() {
+            Ok(guard) => {
+                state.try_complete_pending.store(false, Ordering::SeqCst);
+                done = !op.is_completed() && op.try_complete();
+                drop(guard);
+                state.try_complete_pending.load(Ordering::SeqCst)
+            }
+            Err(std::sync::TryLockError::Poisoned(e)) => {
+                drop(e.into_inner());
+                state.try_complete_pending.store(false, Ordering::SeqCst);
+                done = !op.is_completed() && op.try_complete();
+                false
+            }
+            // If the flag was already set the holder is bound to see it; otherwise
+            // set it and try once more, as the holder may have just let go.
+            Err(std::sync::TryLockError::WouldBlock) => {
+                !state.try_complete_pending.swap(true, Ordering::SeqCst)
+            }
+        };
+        if op.is_completed() || !retry {
+            return done;
+        }
+    }
 }
 
 /// The timeout path: `on_expiration` then `on_complete`, exactly once.

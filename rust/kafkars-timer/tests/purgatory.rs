@@ -289,3 +289,78 @@ fn real_reaper_expires_on_time() {
     assert!(start.elapsed() >= Duration::from_millis(30));
     assert_eq!(op.expirations(), 1);
 }
+
+/// An operation whose completion checks the purgatory again, as a follower's fetch
+/// does when it moves the high watermark: completing from `on_complete` must not
+/// deadlock on the operation's own lock, by expiry or by `check_and_complete`.
+struct ReentrantOp {
+    state: OperationState,
+    purgatory: Mutex<Option<Arc<DelayedOperationPurgatory<String, ReentrantOp>>>>,
+    ready: AtomicBool,
+    completions: AtomicUsize,
+    delay_ms: u64,
+}
+
+impl DelayedOperation for ReentrantOp {
+    fn state(&self) -> &OperationState {
+        &self.state
+    }
+    fn delay_ms(&self) -> u64 {
+        self.delay_ms
+    }
+    fn try_complete(&self) -> bool {
+        self.ready.load(Ordering::SeqCst) && self.force_complete()
+    }
+    fn on_complete(&self) {
+        self.completions.fetch_add(1, Ordering::SeqCst);
+        let purgatory = self.purgatory.lock().unwrap().clone();
+        if let Some(p) = purgatory {
+            p.check_and_complete(&"k".to_string());
+        }
+    }
+    fn on_expiration(&self) {}
+}
+
+fn reentrant(
+    delay_ms: u64,
+) -> (
+    Arc<DelayedOperationPurgatory<String, ReentrantOp>>,
+    Arc<ReentrantOp>,
+) {
+    let purgatory = Arc::new(DelayedOperationPurgatory::new("reentrant", 1000));
+    let op = Arc::new(ReentrantOp {
+        state: OperationState::new(),
+        purgatory: Mutex::new(Some(Arc::clone(&purgatory))),
+        ready: AtomicBool::new(false),
+        completions: AtomicUsize::new(0),
+        delay_ms,
+    });
+    assert!(!purgatory.try_complete_else_watch(&op, &keys(&["k"])));
+    (purgatory, op)
+}
+
+#[test]
+fn on_complete_may_check_its_own_key_on_expiry() {
+    let (purgatory, op) = reentrant(20);
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while op.completions.load(Ordering::SeqCst) == 0 && std::time::Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(
+        op.completions.load(Ordering::SeqCst),
+        1,
+        "expiry deadlocked"
+    );
+    *op.purgatory.lock().unwrap() = None;
+    purgatory.shutdown();
+}
+
+#[test]
+fn on_complete_may_check_its_own_key_when_completed_by_an_event() {
+    let (purgatory, op) = reentrant(60_000);
+    op.ready.store(true, Ordering::SeqCst);
+    assert_eq!(purgatory.check_and_complete(&"k".to_string()), 1);
+    assert_eq!(op.completions.load(Ordering::SeqCst), 1);
+    *op.purgatory.lock().unwrap() = None;
+    purgatory.shutdown();
+}
