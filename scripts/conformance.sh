@@ -3,6 +3,7 @@
 #
 #   scripts/conformance.sh [TESTS...]      default: the suite's smoke list
 #   scripts/conformance.sh all             every numbered test in the suite
+#   CLUSTER=3 scripts/conformance.sh 0103  against ZooKeeper and three brokers
 #
 # Builds librdkafka 2.0.2 from Debian's source package once into .cache/librdkafka
 # (about 7 minutes on 2 cores), starts a broker with the settings the suite assumes,
@@ -38,6 +39,18 @@ if [ "$TESTS" = all ]; then
   TESTS=$(cd "$CACHE/src/tests" && ls 0[0-9][0-9][0-9]-*.c 0[0-9][0-9][0-9]-*.cpp | cut -c1-4 | sort -u | tr '\n' ' ')
 fi
 DATA=$(mktemp -d)
+BOOTSTRAP=127.0.0.1:9092
+if [ -n "${CLUSTER:-}" ]; then
+  # CLUSTER=3: ZooKeeper and three brokers (kafkars-cluster) instead of one broker.
+  "$PY" -m kafkars.testing.cluster -n "$CLUSTER" \
+    --override auto.create.topics.enable=true --override num.partitions=4 \
+    --override group.min.session.timeout.ms=1000 --override group.initial.rebalance.delay.ms=0 \
+    --override transaction.max.timeout.ms=900000 > "$DATA/cluster.log" 2>&1 &
+  BROKER=$!
+  trap 'kill -INT $BROKER 2>/dev/null; wait $BROKER 2>/dev/null; [ -n "${KEEP_LOGS:-}" ] || rm -rf "$DATA"' EXIT
+  for _ in $(seq 600); do grep -q '^bootstrap.servers' "$DATA/cluster.log" 2>/dev/null && break; sleep 0.1; done
+  BOOTSTRAP=$(sed -n 's/^bootstrap.servers: *//p' "$DATA/cluster.log")
+else
 "$PY" -m kafkars.server --ready-file "$DATA/ready.json" \
   --override listeners=PLAINTEXT://127.0.0.1:9092 --override log.dirs="$DATA/logs" \
   --override auto.create.topics.enable=true --override num.partitions=4 \
@@ -50,12 +63,13 @@ DATA=$(mktemp -d)
 BROKER=$!
 trap 'kill $BROKER 2>/dev/null; wait $BROKER 2>/dev/null; [ -n "${KEEP_LOGS:-}" ] || rm -rf "$DATA"' EXIT
 for _ in $(seq 300); do [ -f "$DATA/ready.json" ] && break; sleep 0.1; done
+fi
 
 cd "$CACHE/src/tests"
-printf 'bootstrap.servers=127.0.0.1:9092\nbroker.address.family=v4\n' > test.conf
+printf 'bootstrap.servers=%s\nbroker.address.family=v4\n' "$BOOTSTRAP" > test.conf
 export LD_LIBRARY_PATH=../src:../src-cpp TEST_KAFKA_VERSION=3.9.0
 # Tests that run Kafka's CLI (kafka-topics.sh, kafka-acls.sh) get ours through shims.
-export KAFKA_PATH=$ROOT/conformance/kafka-bin BROKERS=127.0.0.1:9092
+export KAFKA_PATH=$ROOT/conformance/kafka-bin BROKERS=$BOOTSTRAP
 mkdir -p "$ROOT/conformance"
 results=${RESULTS:-$ROOT/conformance/results.txt}
 : > "$results"

@@ -27,6 +27,14 @@ SESSION_TIMEOUT_MS = 6000
 def cluster() -> Iterator[Cluster]:
     with Cluster(3, config={"zookeeper.session.timeout.ms": SESSION_TIMEOUT_MS}) as c:
         yield c
+        # Shown by pytest only when the test failed: what each broker complained about.
+        for broker_id, broker in c.brokers.items():
+            lines = [
+                line
+                for line in broker.server_log().splitlines()
+                if " WARNING " in line or " ERROR " in line
+            ]
+            print(f"--- broker {broker_id}", *lines[-15:], sep="\n")
 
 
 def quiet(conf: dict[str, object]) -> dict[str, object]:
@@ -303,3 +311,76 @@ def test_session_expiry_is_handled_like_a_death(cluster: Cluster) -> None:
         40,
         f"broker {victim} back in every ISR",
     )
+
+
+def test_transactions_across_brokers_and_a_coordinator_failure(cluster: Cluster) -> None:
+    topic = create_topic(cluster, 3)
+    tid = f"txn-{uuid.uuid4().hex[:6]}"
+
+    def producer() -> Producer:
+        p = Producer(
+            quiet(
+                {
+                    "bootstrap.servers": cluster.bootstrap_servers,
+                    "transactional.id": tid,
+                    "transaction.timeout.ms": 20000,
+                }
+            )
+        )
+        p.init_transactions(30)
+        return p
+
+    p = producer()
+    # Partitions led by different brokers: markers go to remote leaders.
+    p.begin_transaction()
+    for i in range(30):
+        p.produce(topic, value=b"commit-%d" % i, partition=i % 3)
+    p.commit_transaction(30)
+    p.begin_transaction()
+    for i in range(30):
+        p.produce(topic, value=b"abort-%d" % i, partition=i % 3)
+    p.abort_transaction(30)
+
+    admin = AdminClient(quiet({"bootstrap.servers": cluster.bootstrap_servers}))
+    state = admin.list_topics("__transaction_state", timeout=10).topics["__transaction_state"]
+    assert state.partitions[0].replicas and len(state.partitions[0].replicas) == 3
+    # The coordinator's broker dies; another loads the transactional id and carries on.
+    coordinator = next(
+        b
+        for b in (1, 2, 3)
+        if any(part.leader == b for part in state.partitions.values())
+    )
+    del p
+    zk = KafkaZkClient(f"{cluster.zookeeper.connect}/kafkars")
+    try:
+        controller = zk.get_controller_id()
+    finally:
+        zk.close()
+    del controller
+    cluster.kill(coordinator)
+    p = producer()
+    p.begin_transaction()
+    for i in range(30):
+        p.produce(topic, value=b"after-%d" % i, partition=i % 3)
+    p.commit_transaction(60)
+
+    c = Consumer(
+        quiet(
+            {
+                "bootstrap.servers": cluster.bootstrap_servers,
+                "group.id": "unused",
+                "isolation.level": "read_committed",
+                "enable.auto.commit": False,
+            }
+        )
+    )
+    c.assign([TopicPartition(topic, i, 0) for i in range(3)])
+    values: list[bytes] = []
+    idle = 0
+    while idle < 5:
+        msgs = c.consume(1000, 1.0)
+        idle = 0 if msgs else idle + 1
+        values += [m.value() for m in msgs if m.error() is None]
+    c.close()
+    expected = [b"commit-%d" % i for i in range(30)] + [b"after-%d" % i for i in range(30)]
+    assert sorted(values) == sorted(expected)

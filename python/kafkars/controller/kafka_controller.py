@@ -234,12 +234,13 @@ class KafkaController:
             watch=self._watch(IsrChangeNotification())
         ):
             self.zk.read_and_delete_isr_change(name)
-        # Partitions without a live leader get one now; new partitions get their state.
-        changed = self._elect_offline_leaders(self.ctx.partitions())
+        # Partitions without a live leader get one now; new partitions get their state;
+        # brokers that died with the previous controller leave the ISRs.
+        self._elect_offline_leaders(self.ctx.partitions())
+        self._remove_dead_from_isrs()
         self._send_update_metadata(list(self.ctx.live), self.ctx.partitions())
         for broker in self.ctx.live:
             self._send_leader_and_isr(broker, self._partitions_on(broker))
-        del changed
         self._on_topic_deletion()
 
     # -- brokers -----------------------------------------------------------------------------
@@ -266,16 +267,23 @@ class KafkaController:
             self._on_broker_startup(new)
 
     def _on_broker_failure(self, dead: set[int]) -> None:
-        changed: list[TopicPartition] = []
-        for tp, state in list(self.ctx.states.items()):
-            if state.leader in dead:
-                changed += self._elect_offline_leaders([tp])
-            elif any(b in dead for b in state.isr) and state.leader != NO_LEADER:
-                isr = [b for b in state.isr if b not in dead]
-                self._write_state(tp, state.leader, isr)
-                changed.append(tp)
+        changed = self._elect_offline_leaders(
+            [tp for tp, s in self.ctx.states.items() if s.leader in dead]
+        )
+        changed += self._remove_dead_from_isrs()
         self._send_update_metadata(list(self.ctx.live), changed or self.ctx.partitions())
         self._send_leader_and_isr_to_replicas(changed)
+
+    def _remove_dead_from_isrs(self) -> list[TopicPartition]:
+        """Kafka's OfflineReplica transition: a broker that is not live leaves the ISR of
+        every partition that still has a leader (a new leader epoch each)."""
+        changed = []
+        live = set(self.ctx.live)
+        for tp, state in list(self.ctx.states.items()):
+            if state.leader in live and any(b not in live for b in state.isr):
+                self._write_state(tp, state.leader, [b for b in state.isr if b in live])
+                changed.append(tp)
+        return changed
 
     def _on_broker_startup(self, new: set[int]) -> None:
         self._send_update_metadata(list(self.ctx.live), self.ctx.partitions())

@@ -10,6 +10,7 @@ notification, as Kafka 2.x does, so the controller tells the other brokers.
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -21,6 +22,7 @@ from kafkars.controller.channel_manager import call_broker
 from kafkars.server.dynamic_config import DynamicBrokerConfig
 from kafkars.server.errors import Errors
 from kafkars.server.replica_manager import ReplicaManager
+from kafkars.server.txn_verification import TransactionVerifier
 from kafkars.server.zk_metadata_cache import ZkMetadataCache
 from kafkars.zk.kafka_zk_client import KafkaZkClient
 from kafkars.zk.zk_data import BrokerInfo, LeaderIsrAndControllerEpoch
@@ -60,6 +62,14 @@ class ClusterMember:
         # Called with (topic, partition, leads) after each LeaderAndIsr partition: the
         # coordinators load or drop the partitions of their internal topics.
         self.leadership_listeners: list[Callable[[str, int, bool], None]] = []
+        # Coordinators load and drop partitions on their own thread, in order, so a
+        # LeaderAndIsr is never held up by a load (Kafka's scheduler does the same).
+        self._leadership_changes: queue.Queue[tuple[str, int, bool] | None] = queue.Queue()
+        self._leadership_thread = threading.Thread(
+            target=self._leadership_loop, name="coordinator-loader", daemon=True
+        )
+        # KIP-890 checks with a transaction coordinator on another broker.
+        self.txn_verifier: TransactionVerifier | None = None
         self._isr_thread = threading.Thread(target=self._isr_loop, name="isr-change", daemon=True)
 
     def _unclean_election(self, topic: str) -> bool:
@@ -78,6 +88,7 @@ class ClusterMember:
         self.zk.register_broker(info)
         self.controller.startup()
         self._isr_thread.start()
+        self._leadership_thread.start()
         log.info("[Broker id=%s] registered in ZooKeeper", self.broker_id)
 
     def _on_session_expired(self) -> None:
@@ -88,7 +99,16 @@ class ClusterMember:
 
     def shutdown(self) -> None:
         self._stop.set()
+        self._leadership_changes.put(None)
         self.controller.shutdown()
+
+    def _leadership_loop(self) -> None:
+        while (change := self._leadership_changes.get()) is not None:
+            for listener in self.leadership_listeners:
+                try:
+                    listener(*change)
+                except Exception:
+                    log.exception("Coordinator failed to follow leadership of %s-%s", *change[:2])
 
     # -- LeaderAndIsr ----------------------------------------------------------------------
     def become_leader_or_follower(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -138,8 +158,8 @@ class ClusterMember:
                             list(p["isr"]),
                             leader_endpoint=leaders.get(p["leader"]),
                         )
-                    for listener in self.leadership_listeners:
-                        listener(name, index, p["leader"] == self.broker_id)
+                    if self.leadership_listeners:
+                        self._leadership_changes.put((name, index, p["leader"] == self.broker_id))
                 except Exception as e:
                     log.exception("LeaderAndIsr for %s-%s failed: %s", name, index, e)
                     code = int(Errors.KAFKA_STORAGE_ERROR)

@@ -137,6 +137,19 @@ _GROUP_APIS = frozenset(
 )
 
 
+# Requests about one transactional id, answered by its coordinator only (AddOffsetsToTxn's
+# TxnOffsetCommit goes to the group's coordinator instead).
+_TRANSACTION_APIS = frozenset(
+    int(k)
+    for k in (
+        ApiKey.INIT_PRODUCER_ID,
+        ApiKey.ADD_PARTITIONS_TO_TXN,
+        ApiKey.ADD_OFFSETS_TO_TXN,
+        ApiKey.END_TXN,
+    )
+)
+
+
 def codec_version_ranges() -> dict[int, tuple[int, int]]:
     """What the wire codec can decode and encode, by API key."""
     return {key: (low, high) for key, low, high in _core.protocol.api_keys().values()}
@@ -236,14 +249,18 @@ class KafkaApis:
             CONSUMER_BYTE_RATE, user, request.client_id or "", size, now
         )
 
-    def _not_coordinator(self, request: Any) -> bool:
-        """In a cluster, a request for a group another broker coordinates is answered
-        NOT_COORDINATOR (the client looks the coordinator up again)."""
-        group_id = request.body.get("group_id")
-        coordinator = self.group_coordinator
-        if not isinstance(group_id, str) or coordinator is None:
+    def _not_coordinator(self, key: int, request: Any) -> bool:
+        """In a cluster, a request for a group or transactional id another broker
+        coordinates is answered NOT_COORDINATOR (the client looks the coordinator up
+        again)."""
+        coordinator: Any
+        if key in _GROUP_APIS:
+            name, coordinator = request.body.get("group_id"), self.group_coordinator
+        elif key in _TRANSACTION_APIS:
+            name, coordinator = request.body.get("transactional_id"), self.transaction_coordinator
+        else:
             return False
-        if coordinator.is_coordinator(group_id):
+        if not isinstance(name, str) or coordinator is None or coordinator.is_coordinator(name):
             return False
         response = error_response(
             request.api_key, request.api_version, request.body, Errors.NOT_COORDINATOR
@@ -305,7 +322,7 @@ class KafkaApis:
         authorizer = self.authorizer
         if authorizer is not None and not self._authorized(authorizer, request):
             return None
-        if self.cluster is not None and key in _GROUP_APIS and self._not_coordinator(request):
+        if self.cluster is not None and self._not_coordinator(key, request):
             return None
         try:
             response = handler(self, request)

@@ -28,7 +28,10 @@ from kafkars.coordinator.group.group_metadata_manager import (
 )
 from kafkars.coordinator.transaction import TransactionConfig, TransactionCoordinator
 from kafkars.coordinator.transaction.producer_id_manager import ProducerIdManager
-from kafkars.coordinator.transaction.transaction_state_manager import TransactionStateManager
+from kafkars.coordinator.transaction.transaction_state_manager import (
+    TRANSACTION_STATE_TOPIC_NAME,
+    TransactionStateManager,
+)
 from kafkars.log import read_properties
 from kafkars.security.authorizer import build_authorizer
 from kafkars.security.sasl import listener_sasl_settings
@@ -36,6 +39,7 @@ from kafkars.security.scram import ScramCredentialStore
 from kafkars.server.cluster import ClusterMember, request_controlled_shutdown
 from kafkars.server.controller import Controller, LocalController
 from kafkars.server.dynamic_config import DynamicBrokerConfig
+from kafkars.server.errors import Errors, KafkaError
 from kafkars.server.kafka_apis import KafkaApis
 from kafkars.server.log_tasks import schedule_log_tasks
 from kafkars.server.metadata import METADATA_FILE, MetadataStore
@@ -45,6 +49,7 @@ from kafkars.server.quota_manager import ClientQuotaManager, QuotaStore
 from kafkars.server.replica_manager import ReplicaManager
 from kafkars.server.scheduler import KafkaScheduler
 from kafkars.server.txn_markers import TransactionMarkerWriter
+from kafkars.server.txn_verification import TransactionVerifier
 from kafkars.server.zk_admin import ZkAdmin
 from kafkars.server.zk_metadata_cache import ZkMetadataCache
 from kafkars.zk.kafka_zk_client import KafkaZkClient
@@ -282,8 +287,16 @@ class KafkaServer:
         )
         self.consumer_group_coordinator.load(self.group_metadata_manager.consumer_group_records)
         t = step("group coordinator", t)
+        verifier = None
+        if self.cluster is not None:
+            verifier = TransactionVerifier(self.broker_id, self._coordinator_endpoint)
+            self.cluster.txn_verifier = verifier
         self.txn_marker_writer = TransactionMarkerWriter(
-            self.replica_manager, self.group_coordinator
+            self.replica_manager,
+            self.group_coordinator,
+            broker_id=self.broker_id,
+            leader_endpoint=self._leader_endpoint if self.cluster is not None else None,
+            on_marker=verifier.forget if verifier is not None else None,
         )
         self.transaction_state_manager = TransactionStateManager(
             self.dynamic_config, self.metadata_cache, self.controller, self.replica_manager
@@ -294,7 +307,7 @@ class KafkaServer:
             self.transaction_state_manager,
             self.txn_marker_writer.write_txn_markers,
         )
-        self.transaction_coordinator.startup()
+        self.transaction_coordinator.startup(load=self.cluster is None)
         t = step("transaction coordinator", t)
         self.apis = KafkaApis(
             broker_id=self.broker_id,
@@ -439,12 +452,35 @@ class KafkaServer:
             self.broker_id = int(c.get("reserved.broker.max.id")) + zk.generate_broker_sequence_id()
 
     def _on_leadership(self, topic: str, partition: int, leads: bool) -> None:
-        coordinator = self.group_coordinator
-        if topic == GROUP_METADATA_TOPIC_NAME and coordinator is not None:
+        """Coordinators follow the leadership of their internal topics' partitions."""
+        coordinator: GroupCoordinator | TransactionCoordinator | None = None
+        if topic == GROUP_METADATA_TOPIC_NAME:
+            coordinator = self.group_coordinator
+        elif topic == TRANSACTION_STATE_TOPIC_NAME:
+            coordinator = self.transaction_coordinator
+        if coordinator is not None:
             if leads:
                 coordinator.on_elected(partition)
             else:
                 coordinator.on_resigned(partition)
+
+    def _coordinator_endpoint(self, transactional_id: str) -> tuple[str, int] | None:
+        """Where the coordinator of `transactional_id` is reached (cluster mode)."""
+        index = self.transaction_state_manager.partition_for(transactional_id)
+        try:
+            return self._leader_endpoint(TRANSACTION_STATE_TOPIC_NAME, index)[1]
+        except KafkaError:
+            return None
+
+    def _leader_endpoint(self, topic: str, partition: int) -> tuple[int, tuple[str, int] | None]:
+        """A partition's leader and its inter-broker endpoint (cluster mode)."""
+        cache = self.metadata_cache
+        if not cache.contains_partition(topic, partition):
+            raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION)
+        leader = cache.partition_state(topic, partition).leader_id
+        listener = self.config.inter_broker_listener_name
+        node = cache.node(leader, listener) if leader >= 0 else None
+        return leader, (node.host, node.port) if node is not None else None
 
     def _broker_info(self) -> BrokerInfo:
         protocols = {e.listener_name: e.security_protocol for e in self.config.listeners}

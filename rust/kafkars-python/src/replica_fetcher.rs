@@ -302,6 +302,7 @@ fn truncate_once(
                 continue;
             };
             if result.error_code != 0 {
+                tracing::info!(partition = %tp, error_code = result.error_code, leader_epoch = state.leader_epoch, "the leader refused OffsetForLeaderEpoch; retrying after the backoff");
                 delay(shared, &tp, state, config.backoff);
                 continue;
             }
@@ -382,6 +383,7 @@ fn fetch_once(
             }
             if data.error_code != 0 {
                 // Not the leader any more, or an epoch mismatch: wait for LeaderAndIsr.
+                tracing::info!(partition = %tp, error_code = data.error_code, leader_epoch = state.leader_epoch, "the leader refused the fetch; retrying after the backoff");
                 delay(shared, &tp, state, config.backoff);
                 continue;
             }
@@ -518,6 +520,7 @@ impl ReplicaFetcherManager {
                     handle: Some(handle),
                 }
             });
+            tracing::info!(partition = %tp, leader = leader_id, leader_epoch, "fetching from the leader");
             lock(&fetcher.shared.partitions).insert(
                 tp,
                 PartitionFetchState {

@@ -90,19 +90,17 @@ class TransactionCoordinator:
         self._txns_lock = threading.Lock()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
+        # The __transaction_state partitions coordinated here; None: all (one broker).
+        self.owned_partitions: set[int] | None = None
 
     # -- lifecycle --------------------------------------------------------------------------
     def startup(self, *, load: bool = True, background: bool = True) -> None:
         """Loads the ids from the store and finishes transactions a crash left prepared;
         open ones are aborted by the timeout check like any other."""
         if load:
-            loaded = self.store.load()
-            with self._txns_lock:
-                self._txns.update(loaded)
-            for txn in loaded.values():
-                with txn.lock:
-                    if txn.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
-                        self._complete(txn, commit=txn.state is S.PREPARE_COMMIT)
+            self._adopt(self.store.load())
+        else:
+            self.owned_partitions = set()
         if background:
             for name, interval, task in (
                 (
@@ -121,6 +119,35 @@ class TransactionCoordinator:
                 )
                 thread.start()
                 self._threads.append(thread)
+
+    def _adopt(self, loaded: dict[str, TransactionMetadata]) -> None:
+        with self._txns_lock:
+            self._txns.update(loaded)
+        for txn in loaded.values():
+            with txn.lock:
+                if txn.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+                    self._complete(txn, commit=txn.state is S.PREPARE_COMMIT)
+
+    # -- cluster mode: coordinating the partitions this broker leads -------------------------
+    def is_coordinator(self, transactional_id: str) -> bool:
+        owned = self.owned_partitions
+        return owned is None or self.store.partition_for(transactional_id) in owned
+
+    def on_elected(self, partition: int) -> None:
+        """This broker leads `partition` of __transaction_state: its transactional ids
+        are loaded (prepared transactions completed) and coordinated here."""
+        assert self.owned_partitions is not None
+        if partition not in self.owned_partitions:
+            self._adopt(self.store.load([partition]))
+            self.owned_partitions.add(partition)
+
+    def on_resigned(self, partition: int) -> None:
+        if self.owned_partitions is None:
+            return
+        self.owned_partitions.discard(partition)
+        with self._txns_lock:
+            for tid in [t for t in self._txns if self.store.partition_for(t) == partition]:
+                del self._txns[tid]
 
     def shutdown(self) -> None:
         """Stops the background tasks, waiting for one that is writing markers, so the

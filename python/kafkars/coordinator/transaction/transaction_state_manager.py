@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from kafkars import _core, codec
 from kafkars.coordinator.transaction import records
 from kafkars.coordinator.transaction.transaction_metadata import TransactionMetadata
+from kafkars.server.errors import Errors, KafkaError
 
 if TYPE_CHECKING:
     from kafkars.server.controller import Controller
@@ -52,7 +53,7 @@ class TransactionStore:
     def remove(self, transactional_id: str) -> None:
         self.append(transactional_id, records.key(transactional_id), None)
 
-    def load(self) -> dict[str, TransactionMetadata]:
+    def load(self, partitions: list[int] | None = None) -> dict[str, TransactionMetadata]:
         loaded: dict[str, TransactionMetadata] = {}
         for key, value in self.records:
             replay(key, value, loaded)
@@ -108,8 +109,23 @@ class TransactionStateManager(TransactionStore):
                     "compression.type": "uncompressed",
                     "segment.bytes": str(self.config.get("transaction.state.log.segment.bytes")),
                 }
+                factor = int(self.config.get("transaction.state.log.replication.factor"))
+                brokers = len(self.metadata_cache.alive_broker_ids())
+                if brokers > 1 and brokers < factor:
+                    raise KafkaError(
+                        Errors.COORDINATOR_NOT_AVAILABLE,
+                        f"transaction.state.log.replication.factor={factor} but {brokers} "
+                        "broker(s) are up",
+                    )
+                if brokers > 1:
+                    configs["min.insync.replicas"] = str(
+                        self.config.get("transaction.state.log.min.isr")
+                    )
                 self.controller.create_topic(
-                    TRANSACTION_STATE_TOPIC_NAME, self.num_partitions, configs
+                    TRANSACTION_STATE_TOPIC_NAME,
+                    self.num_partitions,
+                    configs,
+                    replication_factor=min(factor, brokers),
                 )
             self._topic_ready = True
 
@@ -124,18 +140,20 @@ class TransactionStateManager(TransactionStore):
                 _core.RecordSet(data),
             )
 
-    def load(self) -> dict[str, TransactionMetadata]:
-        """Replays every partition: the coordinator's state as of the last shutdown."""
+    def load(self, partitions: list[int] | None = None) -> dict[str, TransactionMetadata]:
+        """Replays `partitions` (all by default): the coordinator's state as of the last
+        shutdown, or as the previous leader left it (cluster mode)."""
         if self.metadata_cache.get(TRANSACTION_STATE_TOPIC_NAME) is None:
             return {}
         started = time.monotonic()
         buffer = int(self.config.get("transaction.state.log.load.buffer.size"))
         loaded: dict[str, TransactionMetadata] = {}
         count = 0
-        for index in range(self.num_partitions):
-            partition_log = self.replica_manager.get_partition(
-                TRANSACTION_STATE_TOPIC_NAME, index
-            ).log
+        for index in range(self.num_partitions) if partitions is None else partitions:
+            handle = self.replica_manager.find_partition(TRANSACTION_STATE_TOPIC_NAME, index)
+            if handle is None:
+                continue
+            partition_log = handle.log
             position = partition_log.log_start_offset
             end = partition_log.log_end_offset
             while position < end:
