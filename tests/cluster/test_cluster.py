@@ -346,9 +346,7 @@ def test_transactions_across_brokers_and_a_coordinator_failure(cluster: Cluster)
     assert state.partitions[0].replicas and len(state.partitions[0].replicas) == 3
     # The coordinator's broker dies; another loads the transactional id and carries on.
     coordinator = next(
-        b
-        for b in (1, 2, 3)
-        if any(part.leader == b for part in state.partitions.values())
+        b for b in (1, 2, 3) if any(part.leader == b for part in state.partitions.values())
     )
     del p
     zk = KafkaZkClient(f"{cluster.zookeeper.connect}/kafkars")
