@@ -60,13 +60,29 @@ class TransactionMarkerWriter:
     ) -> None:
         """Writes one COMMIT/ABORT marker; on `__consumer_offsets` the group coordinator
         then applies or drops the transaction's offsets."""
-        self._replica_manager.write_txn_marker(
+        info = self._replica_manager.write_txn_marker(
             topic, partition, producer_id, producer_epoch, coordinator_epoch, commit=commit
         )
+        if self._leader_endpoint is not None:
+            # Kafka appends markers with acks=all: one lost with its leader would leave
+            # the transaction open on that partition (and its last stable offset stuck).
+            self._await_replication(topic, partition, info.last_offset + 1)
         if topic == GROUP_METADATA_TOPIC_NAME and self._group_coordinator is not None:
             self._group_coordinator.complete_txn_offsets(producer_id, commit)
         if self._on_marker is not None:
             self._on_marker(producer_id, (topic, partition))
+
+    def _await_replication(self, topic: str, partition: int, offset: int) -> None:
+        """Waits until the partition's high watermark reaches `offset` (the ISR has the
+        marker), as long as this broker still leads it."""
+        handle = self._replica_manager.find_partition(topic, partition)
+        deadline = time.monotonic() + _REMOTE_RETRY_S
+        while handle is not None and handle.high_watermark < offset:
+            if not handle.is_leader:
+                raise KafkaError(Errors.NOT_LEADER_OR_FOLLOWER)
+            if time.monotonic() > deadline:
+                raise KafkaError(Errors.REQUEST_TIMED_OUT, "the ISR did not replicate the marker")
+            time.sleep(0.001)
 
     def write_txn_markers(
         self, producer_id: int, producer_epoch: int, commit: bool, partitions: list[tuple[str, int]]
