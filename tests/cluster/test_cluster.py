@@ -382,3 +382,33 @@ def test_transactions_across_brokers_and_a_coordinator_failure(cluster: Cluster)
     c.close()
     expected = [b"commit-%d" % i for i in range(30)] + [b"after-%d" % i for i in range(30)]
     assert sorted(values) == sorted(expected)
+
+
+def test_preferred_leader_election(cluster: Cluster) -> None:
+    from confluent_kafka import ElectionType
+
+    topic = create_topic(cluster, 1)
+    preferred, replicas, _ = partition_metadata(cluster, topic, 0)
+    tp = TopicPartition(topic, 0)
+
+    def elect(kind: ElectionType) -> dict[TopicPartition, KafkaError | None]:
+        # A new client each time: the controller may have moved (a client that cached
+        # the old one gets NOT_CONTROLLER).
+        admin = AdminClient(quiet({"bootstrap.servers": cluster.bootstrap_servers}))
+        return admin.elect_leaders(kind, [tp]).result(30)  # type: ignore[no-any-return]
+
+    # Already led by its preferred replica: nothing to do.
+    result = elect(ElectionType.PREFERRED)
+    assert result[tp] is not None and result[tp].code() == KafkaError.ELECTION_NOT_NEEDED
+    # Leadership moves away (controlled shutdown) and stays away when it returns...
+    cluster.stop(preferred)
+    cluster.start(preferred)
+    wait_for(lambda: partition_metadata(cluster, topic, 0)[2] == [1, 2, 3], 30, "full ISR")
+    assert partition_metadata(cluster, topic, 0)[0] != preferred
+    # ...until a preferred election gives it back.
+    result = elect(ElectionType.PREFERRED)
+    assert result[tp] is None
+    wait_for(lambda: partition_metadata(cluster, topic, 0)[0] == preferred, 10, "preferred leader")
+    # Unclean election is not needed while a leader lives.
+    result = elect(ElectionType.UNCLEAN)
+    assert result[tp] is not None and result[tp].code() == KafkaError.ELECTION_NOT_NEEDED

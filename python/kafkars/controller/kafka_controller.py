@@ -24,6 +24,7 @@ from kafkars.controller.channel_manager import ControllerChannelManager
 from kafkars.controller.election import (
     controlled_shutdown_leader,
     offline_partition_leader,
+    preferred_replica_leader,
 )
 from kafkars.controller.event_manager import ControllerEventManager
 from kafkars.zk.kafka_zk_client import ControllerMovedError, KafkaZkClient
@@ -36,6 +37,12 @@ LEADER_AND_ISR_VERSION, STOP_REPLICA_VERSION, UPDATE_METADATA_VERSION = 5, 3, 7
 NO_LEADER = -1
 # The leader Kafka sends in UpdateMetadata for a partition being deleted.
 LEADER_DURING_DELETE = -2
+# Error codes the controller answers with.
+UNKNOWN_TOPIC_OR_PARTITION = 3
+NOT_CONTROLLER = 41
+PREFERRED_LEADER_NOT_AVAILABLE = 80
+ELIGIBLE_LEADERS_NOT_AVAILABLE = 83
+ELECTION_NOT_NEEDED = 84
 SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 
 TopicPartition = tuple[str, int]
@@ -89,6 +96,20 @@ class ControlledShutdown:
 
 
 @dataclass
+class ElectLeaders:
+    """ElectLeaders (preferred or unclean) for `partitions` (None: all)."""
+
+    partitions: list[TopicPartition] | None
+    unclean: bool
+    reply: Callable[[dict[TopicPartition, int]], None]
+
+
+@dataclass
+class AutoLeaderRebalance:
+    pass
+
+
+@dataclass
 class Resign:
     done: threading.Event = field(default_factory=threading.Event)
 
@@ -122,7 +143,18 @@ class KafkaController:
         *,
         inter_broker_listener: str,
         unclean_leader_election: Callable[[str], bool],
+        auto_leader_rebalance: bool = False,
+        imbalance_percentage: int = 10,
+        imbalance_interval_s: float = 300.0,
     ) -> None:
+        self._imbalance_percentage = imbalance_percentage
+        self._imbalance_interval_s = imbalance_interval_s
+        self._stop_rebalance = threading.Event()
+        self._rebalance_thread = (
+            threading.Thread(target=self._rebalance_loop, name="auto-leader-rebalance", daemon=True)
+            if auto_leader_rebalance
+            else None
+        )
         self.zk = zk
         self.broker_id = broker_id
         self.inter_broker_listener = inter_broker_listener
@@ -138,8 +170,11 @@ class KafkaController:
     def startup(self) -> None:
         self.events.start()
         self.events.put(Startup())
+        if self._rebalance_thread is not None:
+            self._rebalance_thread.start()
 
     def shutdown(self) -> None:
+        self._stop_rebalance.set()
         resign = Resign()
         self.events.put(resign)
         resign.done.wait(timeout=10)
@@ -153,6 +188,17 @@ class KafkaController:
 
     def on_session_expired(self) -> None:
         self.events.put(Expire())
+
+    def elect_leaders(
+        self,
+        partitions: list[TopicPartition] | None,
+        unclean: bool,
+        reply: Callable[[dict[TopicPartition, int]], None],
+    ) -> None:
+        self.events.put(ElectLeaders(partitions, unclean, reply))
+
+    def offline_partition_count(self) -> int:
+        return sum(1 for s in list(self.ctx.states.values()) if s.leader == NO_LEADER)
 
     # -- watches: they only queue events ------------------------------------------------------
     def _watch(self, event: Any) -> Callable[[Any], None]:
@@ -170,6 +216,11 @@ class KafkaController:
             event.done.set()
         elif isinstance(event, ControlledShutdown):
             self._on_controlled_shutdown(event)
+        elif isinstance(event, ElectLeaders):
+            if not self.active:
+                event.reply({tp: NOT_CONTROLLER for tp in event.partitions or []})
+            else:
+                event.reply(self._elect_leaders(event.partitions, event.unclean))
         elif not self.active:
             return
         else:
@@ -184,6 +235,8 @@ class KafkaController:
                     self._on_topic_deletion()
                 elif isinstance(event, IsrChangeNotification):
                     self._on_isr_change()
+                elif isinstance(event, AutoLeaderRebalance):
+                    self._rebalance_leaders()
             except ControllerMovedError:
                 log.info("Controller moved to another broker; resigning")
                 self._resign()
@@ -402,7 +455,7 @@ class KafkaController:
     # -- controlled shutdown ------------------------------------------------------------------
     def _on_controlled_shutdown(self, event: ControlledShutdown) -> None:
         if not self.active:
-            event.reply(41, [])  # NOT_CONTROLLER
+            event.reply(NOT_CONTROLLER, [])
             return
         if event.broker_id not in self.ctx.live:
             event.reply(15, [])  # BROKER_NOT_AVAILABLE
@@ -435,6 +488,75 @@ class KafkaController:
             if s.leader == event.broker_id and len(self.ctx.replicas(tp)) > 1
         ]
         event.reply(0, remaining)
+
+    # -- ElectLeaders and preferred-leader rebalance --------------------------------------------
+    def _elect_leaders(
+        self, partitions: list[TopicPartition] | None, unclean: bool
+    ) -> dict[TopicPartition, int]:
+        """Kafka's onReplicaElection: preferred (the first assigned replica, if live and
+        in the ISR) or unclean (any live replica when the partition has no leader).
+        Returns an error code per partition (0 when elected)."""
+        results: dict[TopicPartition, int] = {}
+        live = set(self.ctx.live) - self.ctx.shutting_down
+        changed: list[TopicPartition] = []
+        for tp in partitions if partitions is not None else self.ctx.partitions():
+            state = self.ctx.states.get(tp)
+            if state is None:
+                results[tp] = UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            replicas = self.ctx.replicas(tp)
+            if unclean:
+                if state.leader in live:
+                    results[tp] = ELECTION_NOT_NEEDED
+                    continue
+                choice = offline_partition_leader(replicas, state.isr, live, True)
+                if choice is None:
+                    results[tp] = ELIGIBLE_LEADERS_NOT_AVAILABLE
+                    continue
+            else:
+                if replicas and state.leader == replicas[0]:
+                    results[tp] = ELECTION_NOT_NEEDED
+                    continue
+                choice = preferred_replica_leader(replicas, state.isr, live)
+                if choice is None:
+                    results[tp] = PREFERRED_LEADER_NOT_AVAILABLE
+                    continue
+            self._write_state(tp, choice[0], choice[1])
+            changed.append(tp)
+            results[tp] = 0
+        if changed:
+            self._send_leader_and_isr_to_replicas(changed)
+            self._send_update_metadata(list(self.ctx.live), changed)
+        return results
+
+    def _rebalance_leaders(self) -> None:
+        """Kafka's checkAndTriggerAutoLeaderRebalance: a broker leading too few of the
+        partitions it is preferred for (above leader.imbalance.per.broker.percentage)
+        gets them back."""
+        by_preferred: dict[int, list[TopicPartition]] = {}
+        for tp in self.ctx.partitions():
+            replicas = self.ctx.replicas(tp)
+            if replicas:
+                by_preferred.setdefault(replicas[0], []).append(tp)
+        for broker, tps in by_preferred.items():
+            if broker not in self.ctx.live:
+                continue
+            not_led = [
+                tp for tp in tps if self.ctx.states.get(tp) and self.ctx.states[tp].leader != broker
+            ]
+            if tps and len(not_led) * 100 / len(tps) > self._imbalance_percentage:
+                log.info(
+                    "[Controller id=%s] moving %d partition(s) back to their preferred leader %s",
+                    self.broker_id,
+                    len(not_led),
+                    broker,
+                )
+                self._elect_leaders(not_led, unclean=False)
+
+    def _rebalance_loop(self) -> None:
+        while not self._stop_rebalance.wait(self._imbalance_interval_s):
+            if self.active:
+                self.events.put(AutoLeaderRebalance())
 
     # -- leader election ----------------------------------------------------------------------
     def _elect_offline_leaders(self, partitions: list[TopicPartition]) -> list[TopicPartition]:

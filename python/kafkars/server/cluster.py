@@ -51,6 +51,9 @@ class ClusterMember:
             broker_id,
             inter_broker_listener=self.inter_broker_listener,
             unclean_leader_election=self._unclean_election,
+            auto_leader_rebalance=bool(c.get("auto.leader.rebalance.enable")),
+            imbalance_percentage=int(c.get("leader.imbalance.per.broker.percentage")),
+            imbalance_interval_s=float(c.get("leader.imbalance.check.interval.seconds")),
         )
         self._lock = threading.Lock()
         # Per partition this broker leads: the state znode's version and the controller

@@ -513,6 +513,10 @@ def _update_metadata(body: Body, version: int, code: int, message: str | None) -
     return {"error_code": code}
 
 
+def _elect_leaders(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
+    return {"throttle_time_ms": 0, "error_code": code, "replica_election_results": []}
+
+
 def _controlled_shutdown(
     body: Body, version: int, code: int, message: str | None
 ) -> dict[str, Any]:
@@ -600,6 +604,7 @@ ERROR_RESPONSES: dict[ApiKey, Builder] = {
     ApiKey.STOP_REPLICA: _stop_replica,
     ApiKey.UPDATE_METADATA: _update_metadata,
     ApiKey.CONTROLLED_SHUTDOWN: _controlled_shutdown,
+    ApiKey.ELECT_LEADERS: _elect_leaders,
     ApiKey.DESCRIBE_PRODUCERS: _describe_producers,
     ApiKey.DESCRIBE_TRANSACTIONS: _describe_transactions,
     ApiKey.LIST_TRANSACTIONS: _list_transactions,

@@ -119,6 +119,7 @@ CLUSTER_HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.STOP_REPLICA: inter_broker.handle_stop_replica,
     ApiKey.UPDATE_METADATA: inter_broker.handle_update_metadata,
     ApiKey.CONTROLLED_SHUTDOWN: inter_broker.handle_controlled_shutdown,
+    ApiKey.ELECT_LEADERS: inter_broker.handle_elect_leaders,
 }
 
 

@@ -122,13 +122,30 @@ class BrokerCollector:
         purgatory.add_metric(["Fetch"], delayed.delayed_fetches)
         purgatory.add_metric(["Produce"], delayed.delayed_produces)
         yield purgatory
-        # Replication factor is 1 on a single broker: every replica is the leader's own,
-        # so the ISR is always complete.
+        led = [p for p in server.replica_manager.partitions() if p.is_leader]
         yield GaugeMetricFamily(
             "kafka_server_replicamanager_under_replicated_partitions",
-            "Partitions whose ISR is smaller than their replica set.",
-            value=0,
+            "Partitions this broker leads whose ISR is smaller than their replica set.",
+            value=sum(1 for p in led if len(p.isr) < len(p.replicas)),
         )
+        yield GaugeMetricFamily(
+            "kafka_server_replicamanager_leader_count",
+            "Partitions this broker leads.",
+            value=len(led),
+        )
+        cluster = getattr(server, "cluster", None)
+        if cluster is not None:
+            controller = cluster.controller
+            yield GaugeMetricFamily(
+                "kafka_controller_kafkacontroller_active_controller_count",
+                "1 on the broker that is the elected controller.",
+                value=1 if controller.active else 0,
+            )
+            yield GaugeMetricFamily(
+                "kafka_controller_kafkacontroller_offline_partitions_count",
+                "Partitions without a live leader (reported by the active controller).",
+                value=controller.offline_partition_count() if controller.active else 0,
+            )
         yield GaugeMetricFamily(
             "kafka_server_replicamanager_partition_count",
             "Partitions this broker hosts.",

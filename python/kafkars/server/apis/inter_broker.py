@@ -48,3 +48,40 @@ def handle_controlled_shutdown(apis: KafkaApis, request: Any) -> dict[str, Any]:
     apis.cluster.controller.controlled_shutdown(request.body["broker_id"], reply)
     done.wait(_CONTROLLED_SHUTDOWN_WAIT_S)
     return result
+
+
+def handle_elect_leaders(apis: KafkaApis, request: Any) -> dict[str, Any]:
+    """ElectLeaders (KIP-460), answered by the controller: preferred (type 0) or unclean
+    (type 1) election for the given partitions, or all of them."""
+    assert apis.cluster is not None
+    body = request.body
+    unclean = body.get("election_type", 0) == 1
+    wanted = body["topic_partitions"]
+    partitions = (
+        None if wanted is None else [(t["topic"], p) for t in wanted for p in t["partitions"]]
+    )
+    done = threading.Event()
+    results: dict[tuple[str, int], int] = {}
+
+    def reply(outcome: dict[tuple[str, int], int]) -> None:
+        results.update(outcome)
+        done.set()
+
+    controller = apis.cluster.controller
+    if not controller.active:
+        return {"throttle_time_ms": 0, "error_code": int(Errors.NOT_CONTROLLER)}
+    controller.elect_leaders(partitions, unclean, reply)
+    if not done.wait(max(1.0, body["timeout_ms"] / 1000)):
+        return {"throttle_time_ms": 0, "error_code": int(Errors.REQUEST_TIMED_OUT)}
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for (topic, partition), code in sorted(results.items()):
+        by_topic.setdefault(topic, []).append(
+            {"partition_id": partition, "error_code": code, "error_message": None}
+        )
+    return {
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "replica_election_results": [
+            {"topic": t, "partition_result": ps} for t, ps in by_topic.items()
+        ],
+    }
