@@ -218,7 +218,12 @@ def minimal_requests() -> dict[tuple[int, int], bytes]:
     out = {}
     for key, lo, hi in protocol.api_keys().values():
         for version in range(lo, hi + 1):
-            framed = protocol.encode_request(key, version, 1, "chaos", {})
+            try:
+                framed = protocol.encode_request(key, version, 1, "chaos", {})
+            except ValueError:
+                # ControlledShutdown v0 has Kafka's one non-standard request header (no
+                # client id): the codec does not frame it, so there is nothing to send.
+                continue
             out[(key, version)] = bytes(framed[4:])
     return out
 
