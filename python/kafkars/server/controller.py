@@ -41,6 +41,14 @@ class Controller(Protocol):
     def set_topic_configs(self, name: str, configs: dict[str, str]) -> None: ...
 
 
+def validate_topic_configs(configs: dict[str, str]) -> None:
+    """Topic config overrides as Kafka checks them; INVALID_CONFIG names the rule broken."""
+    try:
+        LogConfig.validate_overrides(configs)
+    except Exception as e:  # ConfigException: the message names key, value and rule
+        raise KafkaError(Errors.INVALID_CONFIG, str(e)) from None
+
+
 class LocalController:
     """This broker controls itself: the store is the cluster's metadata and every
     partition's leader is here."""
@@ -67,10 +75,7 @@ class LocalController:
             )
 
     def validate_topic_configs(self, configs: dict[str, str]) -> None:
-        try:
-            LogConfig.validate_overrides(configs)
-        except Exception as e:  # ConfigException: the message names key, value and rule
-            raise KafkaError(Errors.INVALID_CONFIG, str(e)) from None
+        validate_topic_configs(configs)
 
     def create_topic(
         self,

@@ -10,8 +10,8 @@ import uuid
 
 from kazoo.exceptions import NodeExistsError
 
-from kafkars.config import LogConfig
 from kafkars.controller.election import assign_replicas
+from kafkars.server.controller import validate_topic_configs
 from kafkars.server.errors import Errors, KafkaError
 from kafkars.server.metadata import TopicMetadata
 from kafkars.server.zk_metadata_cache import ZkMetadataCache
@@ -31,10 +31,7 @@ class ZkAdmin:
         self.cache = cache
 
     def validate_topic_configs(self, configs: dict[str, str]) -> None:
-        try:
-            LogConfig.validate_overrides(configs)
-        except Exception as e:
-            raise KafkaError(Errors.INVALID_CONFIG, str(e)) from None
+        validate_topic_configs(configs)
 
     def create_topic(
         self,
