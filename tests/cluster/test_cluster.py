@@ -4,88 +4,35 @@ shutdown on SIGTERM, controller failover, a returning broker catching up."""
 
 from __future__ import annotations
 
-import threading
 import time
 import uuid
 from collections.abc import Iterator
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 
 from kafkars.testing.cluster import Cluster
-from kafkars.testing.zookeeper import ZOOKEEPER_JAR
 from kafkars.zk import KafkaZkClient
 
-pytestmark = pytest.mark.skipif(
-    not ZOOKEEPER_JAR.exists(), reason="needs Debian's zookeeper package (make system-deps)"
+from .helpers import (
+    SESSION_TIMEOUT_MS,
+    Producing,
+    consume_all,
+    create_topic,
+    needs_zookeeper,
+    partition_metadata,
+    quiet,
+    running_cluster,
+    wait_for,
 )
-SESSION_TIMEOUT_MS = 6000
+
+pytestmark = needs_zookeeper
 
 
 @pytest.fixture
 def cluster() -> Iterator[Cluster]:
-    with Cluster(3, config={"zookeeper.session.timeout.ms": SESSION_TIMEOUT_MS}) as c:
-        yield c
-        # Shown by pytest only when the test failed: what each broker complained about.
-        for broker_id, broker in c.brokers.items():
-            lines = [
-                line
-                for line in broker.server_log().splitlines()
-                if " WARNING " in line or " ERROR " in line
-            ]
-            print(f"--- broker {broker_id}", *lines[-15:], sep="\n")
-
-
-def quiet(conf: dict[str, object]) -> dict[str, object]:
-    return {**conf, "log_level": 0, "logger": lambda *a: None}
-
-
-def create_topic(cluster: Cluster, partitions: int = 3, rf: int = 3, **configs: str) -> str:
-    name = f"t-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient(quiet({"bootstrap.servers": cluster.bootstrap_servers}))
-    futures = admin.create_topics([NewTopic(name, partitions, rf, config=configs)])
-    futures[name].result(30)
-    return name
-
-
-def partition_metadata(cluster: Cluster, topic: str, partition: int) -> tuple[int, list, list]:
-    admin = AdminClient(quiet({"bootstrap.servers": cluster.bootstrap_servers}))
-    p = admin.list_topics(topic, timeout=10).topics[topic].partitions[partition]
-    return p.leader, sorted(p.replicas), sorted(p.isrs)
-
-
-def wait_for(predicate, timeout: float, what: str) -> float:  # type: ignore[no-untyped-def]
-    start = time.monotonic()
-    while time.monotonic() - start < timeout:
-        try:
-            if predicate():
-                return time.monotonic() - start
-        except Exception:
-            pass
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-
-
-def consume_all(cluster: Cluster, topic: str, partitions: int) -> list[bytes]:
-    c = Consumer(
-        quiet(
-            {
-                "bootstrap.servers": cluster.bootstrap_servers,
-                "group.id": "unused",
-                "enable.auto.commit": False,
-            }
-        )
-    )
-    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    out: list[bytes] = []
-    idle = 0
-    while idle < 5:
-        msgs = c.consume(1000, 1.0)
-        idle = 0 if msgs else idle + 1
-        out += [m.value() for m in msgs if m.error() is None]
-    c.close()
-    return out
+    yield from running_cluster()
 
 
 def test_replication_factor_three_with_acks_all(cluster: Cluster) -> None:
@@ -111,38 +58,8 @@ def test_replication_factor_three_with_acks_all(cluster: Cluster) -> None:
 
 def test_leader_killed_new_leader_and_nothing_acknowledged_lost(cluster: Cluster) -> None:
     topic = create_topic(cluster, 1, **{"min.insync.replicas": "2"})
-    acked: list[bytes] = []
-    errors: list[str] = []
-    stop = threading.Event()
-
-    def produce() -> None:
-        p = Producer(
-            quiet(
-                {
-                    "bootstrap.servers": cluster.bootstrap_servers,
-                    "acks": "all",
-                    "enable.idempotence": True,
-                    "linger.ms": 5,
-                    "message.timeout.ms": 60000,
-                }
-            )
-        )
-
-        def on_delivery(err: KafkaError | None, msg: object) -> None:
-            if err is None:
-                acked.append(msg.value())  # type: ignore[attr-defined]
-            else:
-                errors.append(str(err))
-
-        i = 0
-        while not stop.is_set():
-            p.produce(topic, value=b"%d" % i, partition=0, on_delivery=on_delivery)
-            p.poll(0.002)
-            i += 1
-        p.flush(60)
-
-    t = threading.Thread(target=produce)
-    t.start()
+    producing = Producing(cluster, topic).start()
+    acked = producing.acked
     wait_for(lambda: len(acked) > 200, 20, "the first acknowledgements")
     leader, _, _ = partition_metadata(cluster, topic, 0)
     cluster.kill(leader)
@@ -159,9 +76,8 @@ def test_leader_killed_new_leader_and_nothing_acknowledged_lost(cluster: Cluster
     # The killed broker returns, truncates to the new leader's log and rejoins the ISR.
     cluster.start(leader)
     wait_for(lambda: partition_metadata(cluster, topic, 0)[2] == [1, 2, 3], 30, "ISR [1, 2, 3]")
-    stop.set()
-    t.join(90)
-    assert not errors, errors[:3]
+    producing.stop()
+    assert not producing.errors, producing.errors[:3]
     values = consume_all(cluster, topic, 1)
     assert len(values) == len(set(values)), "a record was written twice"
     assert set(acked) <= set(values), "an acknowledged record was lost"

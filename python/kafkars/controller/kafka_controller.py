@@ -27,6 +27,15 @@ from kafkars.controller.election import (
     preferred_replica_leader,
 )
 from kafkars.controller.event_manager import ControllerEventManager
+from kafkars.controller.reassignment import (
+    INVALID_REPLICA_ASSIGNMENT,
+    NO_REASSIGNMENT_IN_PROGRESS,
+    ReplicaAssignment,
+    complete,
+    invalid_target,
+    leader_after,
+    plan,
+)
 from kafkars.zk.kafka_zk_client import ControllerMovedError, KafkaZkClient
 from kafkars.zk.zk_data import BrokerInfo, LeaderIsrAndControllerEpoch, TopicAssignment
 
@@ -43,6 +52,7 @@ NOT_CONTROLLER = 41
 PREFERRED_LEADER_NOT_AVAILABLE = 80
 ELIGIBLE_LEADERS_NOT_AVAILABLE = 83
 ELECTION_NOT_NEEDED = 84
+INVALID_REPLICATION_FACTOR = 38
 SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 
 TopicPartition = tuple[str, int]
@@ -110,6 +120,27 @@ class AutoLeaderRebalance:
 
 
 @dataclass
+class AlterReassignments:
+    """AlterPartitionReassignments: a target replica list per partition (None cancels);
+    `allow_rf_change` False refuses a target of another size (KIP-860)."""
+
+    reassignments: dict[TopicPartition, list[int] | None]
+    allow_rf_change: bool
+    reply: Callable[[dict[TopicPartition, tuple[int, str | None]]], None]
+
+
+@dataclass
+class ListReassignments:
+    partitions: list[TopicPartition] | None
+    reply: Callable[[dict[TopicPartition, ReplicaAssignment]], None]
+
+
+@dataclass
+class ZkReassignment:
+    """/admin/reassign_partitions was created or changed."""
+
+
+@dataclass
 class Resign:
     done: threading.Event = field(default_factory=threading.Event)
 
@@ -131,6 +162,17 @@ class ControllerContext:
 
     def replicas(self, tp: TopicPartition) -> list[int]:
         return self.assignments[tp[0]].partitions.get(tp[1], [])
+
+    def assignment(self, tp: TopicPartition) -> ReplicaAssignment:
+        a = self.assignments[tp[0]]
+        return ReplicaAssignment(
+            a.partitions.get(tp[1], []), a.adding.get(tp[1], []), a.removing.get(tp[1], [])
+        )
+
+    def reassigning(self) -> list[TopicPartition]:
+        return [
+            (t, p) for t, a in self.assignments.items() for p in a.partitions if a.is_reassigning(p)
+        ]
 
 
 class KafkaController:
@@ -197,6 +239,21 @@ class KafkaController:
     ) -> None:
         self.events.put(ElectLeaders(partitions, unclean, reply))
 
+    def alter_reassignments(
+        self,
+        reassignments: dict[TopicPartition, list[int] | None],
+        allow_rf_change: bool,
+        reply: Callable[[dict[TopicPartition, tuple[int, str | None]]], None],
+    ) -> None:
+        self.events.put(AlterReassignments(reassignments, allow_rf_change, reply))
+
+    def list_reassignments(
+        self,
+        partitions: list[TopicPartition] | None,
+        reply: Callable[[dict[TopicPartition, ReplicaAssignment]], None],
+    ) -> None:
+        self.events.put(ListReassignments(partitions, reply))
+
     def offline_partition_count(self) -> int:
         return sum(1 for s in list(self.ctx.states.values()) if s.leader == NO_LEADER)
 
@@ -221,6 +278,18 @@ class KafkaController:
                 event.reply({tp: NOT_CONTROLLER for tp in event.partitions or []})
             else:
                 event.reply(self._elect_leaders(event.partitions, event.unclean))
+        elif isinstance(event, AlterReassignments):
+            if not self.active:
+                event.reply({tp: (NOT_CONTROLLER, None) for tp in event.reassignments})
+            else:
+                event.reply(
+                    {
+                        tp: self._reassign(tp, target, event.allow_rf_change)
+                        for tp, target in event.reassignments.items()
+                    }
+                )
+        elif isinstance(event, ListReassignments):
+            event.reply(self._list_reassignments(event.partitions) if self.active else {})
         elif not self.active:
             return
         else:
@@ -237,6 +306,8 @@ class KafkaController:
                     self._on_isr_change()
                 elif isinstance(event, AutoLeaderRebalance):
                     self._rebalance_leaders()
+                elif isinstance(event, ZkReassignment):
+                    self._on_zk_reassignment()
             except ControllerMovedError:
                 log.info("Controller moved to another broker; resigning")
                 self._resign()
@@ -295,6 +366,10 @@ class KafkaController:
         for broker in self.ctx.live:
             self._send_leader_and_isr(broker, self._partitions_on(broker))
         self._on_topic_deletion()
+        # Reassignments the previous controller left running go on from where they are.
+        for tp in self.ctx.reassigning():
+            self._maybe_complete_reassignment(tp)
+        self._on_zk_reassignment()
 
     # -- brokers -----------------------------------------------------------------------------
     def _read_brokers(self) -> tuple[set[int], set[int]]:
@@ -451,6 +526,9 @@ class KafkaController:
                         changed.append(tp)
         if changed:
             self._send_update_metadata(list(self.ctx.live), sorted(set(changed)))
+            for tp in sorted(set(changed)):
+                if self.ctx.assignment(tp).adding or self.ctx.assignment(tp).removing:
+                    self._maybe_complete_reassignment(tp)
 
     # -- controlled shutdown ------------------------------------------------------------------
     def _on_controlled_shutdown(self, event: ControlledShutdown) -> None:
@@ -557,6 +635,123 @@ class KafkaController:
         while not self._stop_rebalance.wait(self._imbalance_interval_s):
             if self.active:
                 self.events.put(AutoLeaderRebalance())
+
+    # -- partition reassignment (KIP-455) --------------------------------------------------------
+    def _reassign(
+        self, tp: TopicPartition, target: list[int] | None, allow_rf_change: bool = True
+    ) -> tuple[int, str | None]:
+        """Starts (or cancels, target None) the reassignment of `tp`; returns the error code
+        and message for the partition."""
+        if tp not in self.ctx.states or tp[0] not in self.ctx.assignments:
+            return UNKNOWN_TOPIC_OR_PARTITION, None
+        current = self.ctx.assignment(tp)
+        if target is None:
+            if not (current.adding or current.removing):
+                return NO_REASSIGNMENT_IN_PROGRESS, None
+            target = current.original
+        else:
+            why = invalid_target(target, set(self.ctx.live))
+            if why is not None:
+                return INVALID_REPLICA_ASSIGNMENT, why
+            if not allow_rf_change and len(target) != len(current.original):
+                return INVALID_REPLICATION_FACTOR, (
+                    f"The replication factor is changed from {len(current.original)} "
+                    f"to {len(target)}"
+                )
+        moving = plan(current, target)
+        if moving == current:
+            return 0, None
+        log.info(
+            "[Controller id=%s] reassigning %s-%s from %s to %s",
+            self.broker_id,
+            *tp,
+            current.original,
+            target,
+        )
+        # Phase one: the union of old and new replicas, a new leader epoch so every one of
+        # them learns it, and the new replicas start following.
+        self._set_assignment(tp, moving)
+        state = self.ctx.states[tp]
+        self._write_state(tp, state.leader, state.isr)
+        self._send_leader_and_isr_to_replicas([tp])
+        self._send_update_metadata(list(self.ctx.live), [tp])
+        self._maybe_complete_reassignment(tp)
+        return 0, None
+
+    def _maybe_complete_reassignment(self, tp: TopicPartition) -> None:
+        """Phase two, once every target replica is in the ISR: the leader moves if it is
+        not a target replica, the removed replicas leave the ISR and delete their logs,
+        and the assignment becomes the target. The state is written before the
+        assignment, so a controller that dies between the two finds the move still
+        recorded and completes it again."""
+        moving = self.ctx.assignment(tp)
+        state = self.ctx.states.get(tp)
+        if state is None or not (moving.adding or moving.removing):
+            return
+        if not complete(moving, state.isr):
+            return
+        live = set(self.ctx.live) - self.ctx.shutting_down
+        leader = leader_after(moving, state.leader, state.isr, live)
+        if leader is None:
+            return
+        target = moving.target
+        self._write_state(tp, leader, [b for b in state.isr if b in target])
+        self._set_assignment(tp, ReplicaAssignment(target, [], []))
+        self._send_leader_and_isr_to_replicas([tp])
+        for broker in moving.removing:
+            if broker in self.ctx.live:
+                self._send_stop_replica(broker, [tp], delete=True)
+        self._send_update_metadata(list(self.ctx.live), [tp])
+        remaining = self.zk.get_reassignments()
+        if remaining.pop(tp, None) is not None:
+            self.zk.set_reassignments(remaining)
+        log.info("[Controller id=%s] reassignment of %s-%s completed", self.broker_id, *tp)
+
+    def _set_assignment(self, tp: TopicPartition, a: ReplicaAssignment) -> None:
+        topic, p = tp
+        current = self.ctx.assignments[topic]
+        adding = {k: v for k, v in current.adding.items() if k != p}
+        removing = {k: v for k, v in current.removing.items() if k != p}
+        if a.adding:
+            adding[p] = a.adding
+        if a.removing:
+            removing[p] = a.removing
+        new = TopicAssignment(
+            current.topic_id, {**current.partitions, p: a.replicas}, adding, removing
+        )
+        self.zk.set_topic_assignment(topic, new, self.ctx.epoch_zk_version)
+        self.ctx.assignments[topic] = new
+
+    def _list_reassignments(
+        self, partitions: list[TopicPartition] | None
+    ) -> dict[TopicPartition, ReplicaAssignment]:
+        wanted = self.ctx.reassigning() if partitions is None else partitions
+        return {
+            tp: self.ctx.assignment(tp)
+            for tp in wanted
+            if tp[0] in self.ctx.assignments and self.ctx.assignments[tp[0]].is_reassigning(tp[1])
+        }
+
+    def _on_zk_reassignment(self) -> None:
+        """Reassignments written to /admin/reassign_partitions (Kafka's ZooKeeper-era
+        kafka-reassign-partitions): started like AlterPartitionReassignments; entries
+        that cannot start are dropped from the znode, finished ones when they finish."""
+        requested = self.zk.get_reassignments(watch=self._watch(ZkReassignment()))
+        remaining = {}
+        for tp, target in requested.items():
+            code, message = self._reassign(tp, target)
+            if code:
+                log.warning(
+                    "[Controller id=%s] reassignment of %s-%s to %s refused: %s",
+                    self.broker_id,
+                    *tp,
+                    target,
+                    message or code,
+                )
+            elif self.ctx.assignments[tp[0]].is_reassigning(tp[1]):
+                remaining[tp] = target
+        if remaining != requested:
+            self.zk.set_reassignments(remaining)
 
     # -- leader election ----------------------------------------------------------------------
     def _elect_offline_leaders(self, partitions: list[TopicPartition]) -> list[TopicPartition]:

@@ -517,6 +517,32 @@ def _elect_leaders(body: Body, version: int, code: int, message: str | None) -> 
     return {"throttle_time_ms": 0, "error_code": code, "replica_election_results": []}
 
 
+def _alter_partition_reassignments(
+    body: Body, version: int, code: int, message: str | None
+) -> dict[str, Any]:
+    return {
+        "throttle_time_ms": 0,
+        "error_code": code,
+        "error_message": message,
+        "responses": [
+            {
+                "name": t["name"],
+                "partitions": [
+                    {"partition_index": p["partition_index"], "error_code": code}
+                    for p in t["partitions"]
+                ],
+            }
+            for t in body["topics"]
+        ],
+    }
+
+
+def _list_partition_reassignments(
+    body: Body, version: int, code: int, message: str | None
+) -> dict[str, Any]:
+    return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "topics": []}
+
+
 def _controlled_shutdown(
     body: Body, version: int, code: int, message: str | None
 ) -> dict[str, Any]:
@@ -605,6 +631,8 @@ ERROR_RESPONSES: dict[ApiKey, Builder] = {
     ApiKey.UPDATE_METADATA: _update_metadata,
     ApiKey.CONTROLLED_SHUTDOWN: _controlled_shutdown,
     ApiKey.ELECT_LEADERS: _elect_leaders,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: _alter_partition_reassignments,
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: _list_partition_reassignments,
     ApiKey.DESCRIBE_PRODUCERS: _describe_producers,
     ApiKey.DESCRIBE_TRANSACTIONS: _describe_transactions,
     ApiKey.LIST_TRANSACTIONS: _list_transactions,

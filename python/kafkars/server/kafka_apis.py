@@ -30,6 +30,7 @@ from kafkars.server.apis import (
     offset_for_leader_epoch,
     produce,
     quotas,
+    reassignments,
     sasl,
     topics,
     transactions,
@@ -120,6 +121,8 @@ CLUSTER_HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.UPDATE_METADATA: inter_broker.handle_update_metadata,
     ApiKey.CONTROLLED_SHUTDOWN: inter_broker.handle_controlled_shutdown,
     ApiKey.ELECT_LEADERS: inter_broker.handle_elect_leaders,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: reassignments.handle_alter_partition_reassignments,
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: reassignments.handle_list_partition_reassignments,
 }
 
 

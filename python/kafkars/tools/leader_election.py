@@ -94,3 +94,7 @@ def main(
             f"partitions: {'; '.join(failed)}"
         )
         raise SystemExit(1)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -204,8 +204,47 @@ class KafkaZkClient:
             self.zk.set(config_path, zk_data.encode_config(configs))
         self.zk.create(zk_data.topic_path(topic), assignment.encode(), makepath=True)
 
-    def set_topic_assignment(self, topic: str, assignment: TopicAssignment) -> None:
-        self.zk.set(zk_data.topic_path(topic), assignment.encode())
+    def set_topic_assignment(
+        self, topic: str, assignment: TopicAssignment, epoch_version: int | None = None
+    ) -> None:
+        """Writes a topic's assignment; with `epoch_version` (the controller's writes
+        during a reassignment) only while that controller epoch stands."""
+        path = zk_data.topic_path(topic)
+        if epoch_version is None:
+            self.zk.set(path, assignment.encode())
+            return
+        tx = self.zk.transaction()
+        tx.check(zk_data.CONTROLLER_EPOCH, epoch_version)
+        tx.set_data(path, assignment.encode())
+        results = tx.commit()
+        if isinstance(results[0], Exception):
+            raise ControllerMovedError()
+        if isinstance(results[1], Exception):
+            raise results[1]
+
+    # -- /admin/reassign_partitions --------------------------------------------------------
+    def get_reassignments(self, watch: Watch | None = None) -> dict[tuple[str, int], list[int]]:
+        """The reassignments an operator wrote to /admin/reassign_partitions; the watch
+        fires when the znode is created, changed or deleted."""
+        if self.zk.exists(zk_data.REASSIGN_PARTITIONS, watch=watch) is None:
+            return {}
+        try:
+            raw, _ = self.zk.get(zk_data.REASSIGN_PARTITIONS)
+        except NoNodeError:
+            return {}
+        try:
+            return zk_data.decode_reassignments(raw)
+        except (ValueError, KeyError, TypeError):
+            log.warning("Ignoring a malformed %s", zk_data.REASSIGN_PARTITIONS)
+            return {}
+
+    def set_reassignments(self, remaining: dict[tuple[str, int], list[int]]) -> None:
+        """Leaves the reassignments still running in the znode; deletes it when none are."""
+        with contextlib.suppress(NoNodeError):
+            if remaining:
+                self.zk.set(zk_data.REASSIGN_PARTITIONS, zk_data.encode_reassignments(remaining))
+            else:
+                self.zk.delete(zk_data.REASSIGN_PARTITIONS)
 
     def get_topic_configs(self, topic: str) -> dict[str, str]:
         try:

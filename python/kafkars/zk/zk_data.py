@@ -10,7 +10,7 @@ import base64
 import json
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 # Persistent paths a cluster needs before brokers register (Kafka's ZkData.PersistentZkPaths).
@@ -142,10 +142,14 @@ def decode_topic_id(text: str) -> uuid.UUID:
 
 @dataclass(frozen=True)
 class TopicAssignment:
-    """`/brokers/topics/<topic>`: the topic id and each partition's replica list."""
+    """`/brokers/topics/<topic>`: the topic id and each partition's replica list; during a
+    reassignment (KIP-455) the list is the union of the original and target replicas, and
+    `adding`/`removing` name the replicas that join and leave."""
 
     topic_id: uuid.UUID
     partitions: dict[int, list[int]]
+    adding: dict[int, list[int]] = field(default_factory=dict)
+    removing: dict[int, list[int]] = field(default_factory=dict)
 
     def encode(self) -> bytes:
         return _dumps(
@@ -153,8 +157,8 @@ class TopicAssignment:
                 "version": 3,
                 "topic_id": encode_topic_id(self.topic_id),
                 "partitions": {str(p): r for p, r in sorted(self.partitions.items())},
-                "adding_replicas": {},
-                "removing_replicas": {},
+                "adding_replicas": {str(p): r for p, r in sorted(self.adding.items()) if r},
+                "removing_replicas": {str(p): r for p, r in sorted(self.removing.items()) if r},
             }
         )
 
@@ -162,8 +166,48 @@ class TopicAssignment:
     def decode(cls, raw: bytes) -> TopicAssignment:
         data = _loads(raw)
         topic_id = decode_topic_id(data["topic_id"]) if data.get("topic_id") else uuid.UUID(int=0)
-        partitions = {int(p): [int(b) for b in r] for p, r in data["partitions"].items()}
-        return cls(topic_id, partitions)
+
+        def replica_map(key: str) -> dict[int, list[int]]:
+            return {int(p): [int(b) for b in r] for p, r in (data.get(key) or {}).items()}
+
+        return cls(
+            topic_id,
+            replica_map("partitions"),
+            replica_map("adding_replicas"),
+            replica_map("removing_replicas"),
+        )
+
+    def is_reassigning(self, partition: int) -> bool:
+        return bool(self.adding.get(partition) or self.removing.get(partition))
+
+    def target_replicas(self, partition: int) -> list[int]:
+        """The replicas a reassignment moves to (the current ones when none runs)."""
+        removing = self.removing.get(partition, [])
+        return [b for b in self.partitions.get(partition, []) if b not in removing]
+
+    def original_replicas(self, partition: int) -> list[int]:
+        adding = self.adding.get(partition, [])
+        return [b for b in self.partitions.get(partition, []) if b not in adding]
+
+
+# -- /admin/reassign_partitions (the ZooKeeper way to start a reassignment) -----------------
+def encode_reassignments(reassignments: dict[tuple[str, int], list[int]]) -> bytes:
+    return _dumps(
+        {
+            "version": 1,
+            "partitions": [
+                {"topic": t, "partition": p, "replicas": r}
+                for (t, p), r in sorted(reassignments.items())
+            ],
+        }
+    )
+
+
+def decode_reassignments(raw: bytes) -> dict[tuple[str, int], list[int]]:
+    return {
+        (str(e["topic"]), int(e["partition"])): [int(b) for b in e["replicas"]]
+        for e in _loads(raw).get("partitions") or []
+    }
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,344 @@
+"""`kafkars-reassign-partitions`: Kafka's kafka-reassign-partitions.sh (cluster mode).
+
+    kafkars-reassign-partitions -b HOST:PORT --generate \\
+        --topics-to-move-json-file topics.json --broker-list 1,2,3
+    kafkars-reassign-partitions -b ... --execute --reassignment-json-file plan.json
+    kafkars-reassign-partitions -b ... --verify --reassignment-json-file plan.json
+    kafkars-reassign-partitions -b ... --cancel --reassignment-json-file plan.json
+    kafkars-reassign-partitions -b ... --list
+
+The files are Kafka's JSON: topics to move `{"topics": [{"topic": "T"}], "version": 1}`, a
+plan `{"version": 1, "partitions": [{"topic": "T", "partition": 0, "replicas": [1, 2]}]}`.
+Reassignments go to the controller as AlterPartitionReassignments and are followed with
+ListPartitionReassignments (KIP-455). Replication throttles (`--throttle`) are not
+implemented by kafkars and are refused; `log_dirs` entries other than "any" are refused
+as well (moving a replica between a broker's log dirs is AlterReplicaLogDirs).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from kafkars.controller.election import assign_replicas
+from kafkars.server.errors import Errors
+from kafkars.tools import client
+
+ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS = 45, 46
+NOT_CONTROLLER = 41
+
+Plan = dict[tuple[str, int], list[int]]
+
+
+def _read_json(path: str) -> dict[str, Any]:
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError) as e:
+        raise click.ClickException(f"cannot read {path}: {e}") from None
+    if not isinstance(data, dict):
+        raise click.ClickException(f"{path}: expected a JSON object")
+    return data
+
+
+def read_plan(path: str) -> Plan:
+    """A reassignment plan (Kafka's JSON), checked as Kafka's tool checks it."""
+    data = _read_json(path)
+    plan: Plan = {}
+    try:
+        for entry in data["partitions"]:
+            tp = (str(entry["topic"]), int(entry["partition"]))
+            replicas = [int(b) for b in entry["replicas"]]
+            dirs = entry.get("log_dirs")
+            if dirs is not None and any(d != "any" for d in dirs):
+                raise click.ClickException(
+                    f'{path}: log_dirs other than "any" are not supported ({tp[0]}-{tp[1]})'
+                )
+            if tp in plan:
+                raise click.ClickException(f"{path}: partition {tp[0]}-{tp[1]} is listed twice")
+            if not replicas or len(set(replicas)) != len(replicas):
+                raise click.ClickException(
+                    f"{path}: partition {tp[0]}-{tp[1]} has an empty or duplicated replica list"
+                )
+            plan[tp] = replicas
+    except (KeyError, TypeError, ValueError) as e:
+        raise click.ClickException(f"{path}: not a reassignment plan ({e})") from None
+    if not plan:
+        raise click.ClickException(f"{path}: the plan lists no partitions")
+    return plan
+
+
+def plan_json(plan: Plan) -> str:
+    return json.dumps(
+        {
+            "version": 1,
+            "partitions": [
+                {"topic": t, "partition": p, "replicas": r, "log_dirs": ["any"] * len(r)}
+                for (t, p), r in sorted(plan.items())
+            ],
+        },
+        separators=(",", ":"),
+    )
+
+
+def _error_name(code: int) -> str:
+    try:
+        return Errors(code).name
+    except ValueError:
+        return f"error {code}"
+
+
+def _names(tps: Any) -> str:
+    return ",".join(f"{t}-{p}" for t, p in sorted(tps))
+
+
+class Reassignments:
+    """The cluster's current assignment (Metadata) and its controller (for the KIP-455
+    requests)."""
+
+    def __init__(self, bootstrap: str, properties: dict[str, str]) -> None:
+        self.bootstrap = bootstrap
+        self.properties = properties
+        self.admin = client.admin(bootstrap, properties)
+
+    def current(self, topics: set[str] | None = None) -> Plan:
+        metadata = self.admin.list_topics(timeout=client.DEFAULT_TIMEOUT_S)
+        out: Plan = {}
+        for name, topic in metadata.topics.items():
+            if topics is not None and name not in topics:
+                continue
+            for p, part in topic.partitions.items():
+                out[(name, p)] = list(part.replicas)
+        return out
+
+    def brokers(self) -> list[int]:
+        return sorted(self.admin.list_topics(timeout=client.DEFAULT_TIMEOUT_S).brokers)
+
+    def _controller(self) -> client.WireClient:
+        cluster = client.result(self.admin.describe_cluster())
+        node = cluster.controller
+        if node is None:
+            raise click.ClickException("the cluster has no controller right now; try again")
+        return client.WireClient(node.host, node.port, config=self.properties)
+
+    def alter(self, plan: dict[tuple[str, int], list[int] | None]) -> dict[tuple[str, int], str]:
+        """Sends the plan; returns the partitions that failed, with why."""
+        topics: dict[str, list[dict[str, Any]]] = {}
+        for (t, p), replicas in sorted(plan.items()):
+            topics.setdefault(t, []).append({"partition_index": p, "replicas": replicas})
+        body = {
+            "timeout_ms": 30000,
+            "allow_replication_factor_change": True,
+            "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
+        }
+        wire = self._controller()
+        try:
+            reply = wire.call(ALTER_PARTITION_REASSIGNMENTS, 0, body)
+        finally:
+            wire.close()
+        if reply["error_code"]:
+            raise click.ClickException(
+                f"the controller refused the reassignment: "
+                f"{reply['error_message'] or _error_name(reply['error_code'])}"
+            )
+        failed = {}
+        for topic in reply["responses"]:
+            for p in topic["partitions"]:
+                if p["error_code"]:
+                    why = p["error_message"] or _error_name(p["error_code"])
+                    failed[(topic["name"], p["partition_index"])] = why
+        return failed
+
+    def ongoing(self) -> dict[tuple[str, int], dict[str, list[int]]]:
+        wire = self._controller()
+        try:
+            reply = wire.call(
+                LIST_PARTITION_REASSIGNMENTS, 0, {"timeout_ms": 30000, "topics": None}
+            )
+        finally:
+            wire.close()
+        if reply["error_code"]:
+            raise click.ClickException(
+                f"cannot list reassignments: {_error_name(reply['error_code'])}"
+            )
+        return {
+            (t["name"], p["partition_index"]): {
+                "replicas": p["replicas"],
+                "adding": p["adding_replicas"],
+                "removing": p["removing_replicas"],
+            }
+            for t in reply["topics"]
+            for p in t["partitions"]
+        }
+
+
+def _generate(r: Reassignments, topics_file: str, broker_list: str) -> None:
+    data = _read_json(topics_file)
+    try:
+        topics = {str(t["topic"]) for t in data["topics"]}
+        brokers = sorted({int(b) for b in broker_list.split(",") if b.strip()})
+    except (KeyError, TypeError, ValueError) as e:
+        raise click.ClickException(
+            f"bad --topics-to-move-json-file or --broker-list: {e}"
+        ) from None
+    unknown = set(brokers) - set(r.brokers())
+    if unknown:
+        raise click.ClickException(f"unknown broker ids in --broker-list: {sorted(unknown)}")
+    current = r.current(topics)
+    missing = topics - {t for t, _ in current}
+    if missing:
+        raise click.ClickException(f"unknown topics: {', '.join(sorted(missing))}")
+    proposed: Plan = {}
+    for topic in sorted(topics):
+        parts = sorted(p for t, p in current if t == topic)
+        factor = len(current[(topic, parts[0])])
+        try:
+            assigned = assign_replicas(brokers, len(parts), factor)
+        except ValueError as e:
+            raise click.ClickException(str(e)) from None
+        for p in parts:
+            proposed[(topic, p)] = assigned[p]
+    click.echo("Current partition replica assignment")
+    click.echo(plan_json(current))
+    click.echo("")
+    click.echo("Proposed partition reassignment configuration")
+    click.echo(plan_json(proposed))
+
+
+def _execute(r: Reassignments, plan: Plan) -> None:
+    current = r.current({t for t, _ in plan})
+    missing = set(plan) - set(current)
+    if missing:
+        raise click.ClickException(f"unknown partitions: {_names(missing)}")
+    click.echo("Current partition replica assignment")
+    click.echo("")
+    click.echo(plan_json({tp: current[tp] for tp in plan}))
+    click.echo("")
+    click.echo("Save this to use as the --reassignment-json-file option during rollback")
+    failed = r.alter(dict(plan))
+    for (t, p), why in sorted(failed.items()):
+        click.echo(f"Error reassigning partition {t}-{p}: {why}", err=True)
+    started = set(plan) - set(failed)
+    if started:
+        click.echo(f"Successfully started partition reassignments for {_names(started)}")
+    if failed:
+        raise SystemExit(1)
+
+
+def _verify(r: Reassignments, plan: Plan) -> None:
+    ongoing = r.ongoing()
+    current = r.current({t for t, _ in plan})
+    click.echo("Status of partition reassignment:")
+    done = True
+    for tp, target in sorted(plan.items()):
+        name = f"{tp[0]}-{tp[1]}"
+        if tp in ongoing:
+            click.echo(f"Reassignment of partition {name} is still in progress.")
+            done = False
+        elif current.get(tp) == target:
+            click.echo(f"Reassignment of partition {name} is completed.")
+        else:
+            have = ",".join(map(str, current.get(tp, [])))
+            click.echo(
+                f"There is no active reassignment of partition {name}, but replica set is "
+                f"{have} rather than {','.join(map(str, target))}."
+            )
+            done = False
+    if not done:
+        raise SystemExit(1)
+
+
+def _cancel(r: Reassignments, plan: Plan) -> None:
+    failed = r.alter(dict.fromkeys(plan))
+    cancelled = set(plan) - set(failed)
+    if cancelled:
+        click.echo(f"Successfully cancelled partition reassignments for: {_names(cancelled)}")
+    not_running = [tp for tp, why in failed.items() if "NO_REASSIGNMENT" in why.upper()]
+    if not_running:
+        click.echo(f"None of the specified partition moves are active: {_names(not_running)}")
+    errors = {tp: why for tp, why in failed.items() if tp not in not_running}
+    for (t, p), why in sorted(errors.items()):
+        click.echo(f"Error cancelling the reassignment of {t}-{p}: {why}", err=True)
+    if errors:
+        raise SystemExit(1)
+
+
+def _list(r: Reassignments) -> None:
+    ongoing = r.ongoing()
+    if not ongoing:
+        click.echo("No partition reassignments found.")
+        return
+    click.echo("Current partition reassignments:")
+    for (t, p), a in sorted(ongoing.items()):
+
+        def ids(key: str, a: dict[str, list[int]] = a) -> str:
+            return ",".join(map(str, a[key]))
+
+        click.echo(
+            f"{t}-{p}: replicas: {ids('replicas')}. adding: {ids('adding')}. "
+            f"removing: {ids('removing')}."
+        )
+
+
+@click.command(cls=client.Tool)
+@click.option("-b", "--bootstrap-server", default="127.0.0.1:9092", show_default=True)
+@click.option("--command-config", help="Client properties file.")
+@click.option(
+    "--generate", is_flag=True, help="Propose an assignment for --topics-to-move-json-file."
+)
+@click.option("--execute", is_flag=True, help="Start the reassignment in --reassignment-json-file.")
+@click.option("--verify", is_flag=True, help="Check the reassignment in --reassignment-json-file.")
+@click.option(
+    "--cancel", is_flag=True, help="Cancel the reassignments in --reassignment-json-file."
+)
+@click.option("--list", "list_", is_flag=True, help="List the reassignments in progress.")
+@click.option("--reassignment-json-file", help="Kafka's reassignment plan.")
+@click.option("--topics-to-move-json-file", help="Kafka's list of topics to move (--generate).")
+@click.option("--broker-list", help="Brokers to move to, comma-separated (--generate).")
+@click.option("--throttle", type=int, help="Not supported: kafkars has no replication quotas.")
+@client.version_option()
+def main(
+    bootstrap_server: str,
+    command_config: str | None,
+    generate: bool,
+    execute: bool,
+    verify: bool,
+    cancel: bool,
+    list_: bool,
+    reassignment_json_file: str | None,
+    topics_to_move_json_file: str | None,
+    broker_list: str | None,
+    throttle: int | None,
+) -> None:
+    """Moves partition replicas between brokers (AlterPartitionReassignments)."""
+    if sum((generate, execute, verify, cancel, list_)) != 1:
+        raise click.UsageError(
+            "give exactly one of --generate, --execute, --verify, --cancel, --list"
+        )
+    if throttle is not None:
+        raise click.UsageError("--throttle is not supported: kafkars has no replication quotas")
+    if generate and not (topics_to_move_json_file and broker_list):
+        raise click.UsageError("--generate needs --topics-to-move-json-file and --broker-list")
+    if (execute or verify or cancel) and not reassignment_json_file:
+        raise click.UsageError("--execute, --verify and --cancel need --reassignment-json-file")
+    plan = read_plan(reassignment_json_file) if reassignment_json_file else {}
+    properties = client.read_properties(command_config)
+    client.check_reachable(bootstrap_server)
+    r = Reassignments(bootstrap_server, properties)
+    if generate:
+        assert topics_to_move_json_file and broker_list
+        _generate(r, topics_to_move_json_file, broker_list)
+    elif execute:
+        _execute(r, plan)
+    elif verify:
+        _verify(r, plan)
+    elif cancel:
+        _cancel(r, plan)
+    else:
+        _list(r)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,137 @@
+"""What the cluster tests share: a 3-broker cluster fixture, quiet clients, topic
+creation, partition metadata as clients see it, polling waits, a full read-back and a
+producer that keeps producing."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kafkars.testing.cluster import Cluster
+from kafkars.testing.zookeeper import ZOOKEEPER_JAR
+
+needs_zookeeper = pytest.mark.skipif(
+    not ZOOKEEPER_JAR.exists(), reason="needs Debian's zookeeper package (make system-deps)"
+)
+SESSION_TIMEOUT_MS = 6000
+
+
+def running_cluster(brokers: int = 3) -> Iterator[Cluster]:
+    with Cluster(brokers, config={"zookeeper.session.timeout.ms": SESSION_TIMEOUT_MS}) as c:
+        yield c
+        # Shown by pytest only when the test failed: what each broker complained about.
+        for broker_id, broker in c.brokers.items():
+            lines = [
+                line
+                for line in broker.server_log().splitlines()
+                if " WARNING " in line or " ERROR " in line
+            ]
+            print(f"--- broker {broker_id}", *lines[-15:], sep="\n")
+
+
+def quiet(conf: dict[str, object]) -> dict[str, object]:
+    return {**conf, "log_level": 0, "logger": lambda *a: None}
+
+
+def create_topic(cluster: Cluster, partitions: int = 3, rf: int = 3, **configs: str) -> str:
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient(quiet({"bootstrap.servers": cluster.bootstrap_servers}))
+    futures = admin.create_topics([NewTopic(name, partitions, rf, config=configs)])
+    futures[name].result(30)
+    return name
+
+
+def partition_metadata(cluster: Cluster, topic: str, partition: int) -> tuple[int, list, list]:
+    admin = AdminClient(quiet({"bootstrap.servers": cluster.bootstrap_servers}))
+    p = admin.list_topics(topic, timeout=10).topics[topic].partitions[partition]
+    return p.leader, sorted(p.replicas), sorted(p.isrs)
+
+
+def wait_for(predicate, timeout: float, what: str) -> float:  # type: ignore[no-untyped-def]
+    start = time.monotonic()
+    while time.monotonic() - start < timeout:
+        try:
+            if predicate():
+                return time.monotonic() - start
+        except Exception:
+            pass
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def consume_all(cluster: Cluster, topic: str, partitions: int) -> list[bytes]:
+    c = Consumer(
+        quiet(
+            {
+                "bootstrap.servers": cluster.bootstrap_servers,
+                "group.id": "unused",
+                "enable.auto.commit": False,
+            }
+        )
+    )
+    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    out: list[bytes] = []
+    idle = 0
+    while idle < 5:
+        msgs = c.consume(1000, 1.0)
+        idle = 0 if msgs else idle + 1
+        out += [m.value() for m in msgs if m.error() is None]
+    c.close()
+    return out
+
+
+class Producing:
+    """An idempotent acks=all producer writing "0", "1", ... to one partition on its own
+    thread until stopped; it records what was acknowledged and what failed."""
+
+    def __init__(self, cluster: Cluster, topic: str, partition: int = 0) -> None:
+        self.acked: list[bytes] = []
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(cluster, topic, partition))
+
+    def start(self) -> Producing:
+        self._thread.start()
+        return self
+
+    def __enter__(self) -> Producing:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(90)
+
+    def _run(self, cluster: Cluster, topic: str, partition: int) -> None:
+        p = Producer(
+            quiet(
+                {
+                    "bootstrap.servers": cluster.bootstrap_servers,
+                    "acks": "all",
+                    "enable.idempotence": True,
+                    "linger.ms": 5,
+                    "message.timeout.ms": 60000,
+                }
+            )
+        )
+
+        def on_delivery(err: KafkaError | None, msg: object) -> None:
+            if err is None:
+                self.acked.append(msg.value())  # type: ignore[attr-defined]
+            else:
+                self.errors.append(str(err))
+
+        i = 0
+        while not self._stop.is_set():
+            p.produce(topic, value=b"%d" % i, partition=partition, on_delivery=on_delivery)
+            p.poll(0.002)
+            i += 1
+        p.flush(60)
