@@ -10,6 +10,7 @@ and high-watermark move wakes without the GIL.
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 from kafkars import _core
@@ -215,6 +216,29 @@ class ReplicaManager:
             return p.append_records_to_leader(records, required_acks)
         except _core.LogError as e:
             raise KafkaError(Errors(e.args[0]), e.args[1]) from None
+
+    def await_replication(self, topic: str, partition: int, offset: int, timeout_s: float) -> None:
+        """Waits until the partition's high watermark reaches `offset` (the ISR has what
+        was appended below it), as long as this broker still leads the partition: what
+        an acks=all produce waits for, for the coordinators' own appends."""
+        handle = self._partitions.get((topic, partition))
+        deadline = time.monotonic() + timeout_s
+        pause = 0.0002
+        while handle is not None and handle.high_watermark < offset:
+            if not handle.is_leader:
+                raise KafkaError(Errors.NOT_LEADER_OR_FOLLOWER)
+            if time.monotonic() > deadline:
+                raise KafkaError(
+                    Errors.REQUEST_TIMED_OUT, f"the ISR of {topic}-{partition} did not catch up"
+                )
+            time.sleep(pause)
+            pause = min(pause * 2, 0.005)
+
+    def append_replicated(self, topic: str, partition: int, records: Any, timeout_s: float) -> Any:
+        """An acks=all append: `min.insync.replicas` in the ISR, then the ISR has it."""
+        info = self.append(topic, partition, records, required_acks=-1)
+        self.await_replication(topic, partition, info.last_offset + 1, timeout_s)
+        return info
 
     def write_txn_marker(
         self,

@@ -66,23 +66,13 @@ class TransactionMarkerWriter:
         if self._leader_endpoint is not None:
             # Kafka appends markers with acks=all: one lost with its leader would leave
             # the transaction open on that partition (and its last stable offset stuck).
-            self._await_replication(topic, partition, info.last_offset + 1)
+            self._replica_manager.await_replication(
+                topic, partition, info.last_offset + 1, _REMOTE_RETRY_S
+            )
         if topic == GROUP_METADATA_TOPIC_NAME and self._group_coordinator is not None:
             self._group_coordinator.complete_txn_offsets(producer_id, commit)
         if self._on_marker is not None:
             self._on_marker(producer_id, (topic, partition))
-
-    def _await_replication(self, topic: str, partition: int, offset: int) -> None:
-        """Waits until the partition's high watermark reaches `offset` (the ISR has the
-        marker), as long as this broker still leads it."""
-        handle = self._replica_manager.find_partition(topic, partition)
-        deadline = time.monotonic() + _REMOTE_RETRY_S
-        while handle is not None and handle.high_watermark < offset:
-            if not handle.is_leader:
-                raise KafkaError(Errors.NOT_LEADER_OR_FOLLOWER)
-            if time.monotonic() > deadline:
-                raise KafkaError(Errors.REQUEST_TIMED_OUT, "the ISR did not replicate the marker")
-            time.sleep(0.001)
 
     def write_txn_markers(
         self, producer_id: int, producer_epoch: int, commit: bool, partitions: list[tuple[str, int]]

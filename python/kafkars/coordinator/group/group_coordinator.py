@@ -26,7 +26,7 @@ from kafkars.coordinator.group.group_metadata import (
     ResponseCallback,
 )
 from kafkars.coordinator.group.group_metadata_manager import GroupStore
-from kafkars.server.errors import Errors
+from kafkars.server.errors import Errors, KafkaError
 
 log = logging.getLogger("kafkars.coordinator.group.GroupCoordinator")
 
@@ -809,7 +809,11 @@ class GroupCoordinator:
                 else:
                     accepted[tp] = o
                     results[tp] = Errors.NONE
-            self.store.store_offsets(group_id, accepted)
+            try:
+                self.store.store_offsets(group_id, accepted)
+            except KafkaError as e:
+                # Not in the log (or not replicated): not committed.
+                return {tp: e.code if tp in accepted else err for tp, err in results.items()}
             group.offsets.update(accepted)
             return results
 
@@ -846,7 +850,10 @@ class GroupCoordinator:
                     accepted[tp] = o
                     results[tp] = Errors.NONE
             if accepted:
-                self.store.store_txn_offsets(group_id, producer_id, producer_epoch, accepted)
+                try:
+                    self.store.store_txn_offsets(group_id, producer_id, producer_epoch, accepted)
+                except KafkaError as e:
+                    return {tp: e.code if tp in accepted else err for tp, err in results.items()}
                 with self._groups_lock:
                     pending = self._pending_txn_offsets.setdefault(producer_id, {})
                     pending.setdefault(group_id, {}).update(accepted)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from kafkars import _core, codec
 from kafkars.coordinator.group import consumer_group_records, records
 from kafkars.coordinator.group.group_metadata import GroupMetadata, OffsetAndMetadata
+from kafkars.coordinator.log_append import append_replicated
 from kafkars.server.errors import Errors, KafkaError
 
 if TYPE_CHECKING:
@@ -106,6 +107,7 @@ class GroupMetadataManager(GroupStore):
         self.controller = controller
         self.replica_manager = replica_manager
         self.num_partitions = int(config.get("offsets.topic.num.partitions"))
+        self._commit_timeout_s = int(config.get("offsets.commit.timeout.ms")) / 1000
         self._create_lock = threading.Lock()
         # Transactional offset commits, one lock per partition slot (plain commits need none).
         self._append_locks = [threading.Lock() for _ in range(64)]
@@ -157,8 +159,12 @@ class GroupMetadataManager(GroupStore):
         now = int(time.time() * 1000)
         data = codec.build_batch([(k, v, now, []) for k, v in batch], compression="none")
         # No lock: the partition's log orders concurrent appends itself.
-        self.replica_manager.append(
-            GROUP_METADATA_TOPIC_NAME, self.partition_for(group_id), _core.RecordSet(data)
+        append_replicated(
+            self.replica_manager,
+            GROUP_METADATA_TOPIC_NAME,
+            self.partition_for(group_id),
+            _core.RecordSet(data),
+            self._commit_timeout_s,
         )
 
     def append_transactional(
@@ -183,7 +189,13 @@ class GroupMetadataManager(GroupStore):
                 base_sequence=sequence,
                 is_transactional=True,
             )
-            self.replica_manager.append(GROUP_METADATA_TOPIC_NAME, partition, _core.RecordSet(data))
+            append_replicated(
+                self.replica_manager,
+                GROUP_METADATA_TOPIC_NAME,
+                partition,
+                _core.RecordSet(data),
+                self._commit_timeout_s,
+            )
 
     def load(self, partitions: list[int] | None = None) -> dict[str, GroupMetadata]:
         """Replays `partitions` (all of them by default): the coordinator's state as of

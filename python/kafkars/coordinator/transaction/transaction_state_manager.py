@@ -13,6 +13,7 @@ import time
 from typing import TYPE_CHECKING
 
 from kafkars import _core, codec
+from kafkars.coordinator.log_append import append_replicated
 from kafkars.coordinator.transaction import records
 from kafkars.coordinator.transaction.transaction_metadata import TransactionMetadata
 from kafkars.server.errors import Errors, KafkaError
@@ -134,10 +135,12 @@ class TransactionStateManager(TransactionStore):
         now = int(time.time() * 1000)
         data = codec.build_batch([(key, value, now, [])], compression="none")
         with self._append_lock:
-            self.replica_manager.append(
+            append_replicated(
+                self.replica_manager,
                 TRANSACTION_STATE_TOPIC_NAME,
                 self.partition_for(transactional_id),
                 _core.RecordSet(data),
+                int(self.config.get("request.timeout.ms")) / 1000,
             )
 
     def load(self, partitions: list[int] | None = None) -> dict[str, TransactionMetadata]:
