@@ -7,10 +7,11 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, NewPartitions
 
 from kafkars.testing.cluster import Cluster
 from kafkars.zk import KafkaZkClient
@@ -328,3 +329,82 @@ def test_preferred_leader_election(cluster: Cluster) -> None:
     # Unclean election is not needed while a leader lives.
     result = elect(ElectionType.UNCLEAN)
     assert result[tp] is not None and result[tp].code() == KafkaError.ELECTION_NOT_NEEDED
+
+
+def call(
+    cluster: Cluster, broker_id: int, api_key: int, version: int, body: dict[str, Any]
+) -> dict[str, Any]:
+    """One request to one broker, through the broker's codec."""
+    from kafkars.controller.channel_manager import call_broker
+
+    _, _, host, port = cluster.brokers[broker_id].listeners[0]
+    return call_broker((host, port), api_key, version, body, client_id="test")
+
+
+def describe_topic_partitions(cluster: Cluster, broker_id: int, topic: str) -> list[dict[str, Any]]:
+    """Every partition of `topic` from DescribeTopicPartitions, two to a page."""
+    partitions: list[dict[str, Any]] = []
+    cursor = None
+    while True:
+        body = {"topics": [{"name": topic}], "response_partition_limit": 2, "cursor": cursor}
+        response = call(cluster, broker_id, 75, 0, body)
+        [entry] = response["topics"]
+        assert entry["error_code"] == 0
+        partitions += entry["partitions"]
+        cursor = response["next_cursor"]
+        if cursor is None:
+            return partitions
+
+
+def test_describe_topic_partitions_shows_replicas_isr_and_offline_replicas(
+    cluster: Cluster,
+) -> None:
+    topic = create_topic(cluster, 5)
+    controller = call(cluster, 1, 3, 12, {"topics": []})["controller_id"]
+    victim = next(b for b in (3, 2, 1) if b != controller)
+    asker = next(b for b in (1, 2, 3) if b != victim)
+    partitions = describe_topic_partitions(cluster, asker, topic)
+    assert [p["partition_index"] for p in partitions] == list(range(5))
+    for p in partitions:
+        assert sorted(p["replica_nodes"]) == sorted(p["isr_nodes"]) == [1, 2, 3]
+        assert p["leader_id"] in (1, 2, 3) and p["offline_replicas"] == []
+        assert p["eligible_leader_replicas"] == []
+
+    cluster.kill(victim)
+
+    def victim_offline() -> bool:
+        ps = describe_topic_partitions(cluster, asker, topic)
+        return all(
+            p["offline_replicas"] == [victim]
+            and victim in p["replica_nodes"]
+            and victim not in p["isr_nodes"]
+            and p["leader_id"] not in (victim, -1)
+            for p in ps
+        )
+
+    wait_for(victim_offline, 30, f"broker {victim}'s replicas to show offline")
+
+
+def test_replicas_are_placed_across_racks() -> None:
+    racks = {1: "rack-a", 2: "rack-a", 3: "rack-b", 4: "rack-b"}
+    with Cluster(
+        4,
+        config={"zookeeper.session.timeout.ms": SESSION_TIMEOUT_MS},
+        broker_configs={b: {"broker.rack": r} for b, r in racks.items()},
+    ) as c:
+        # Every broker registered its rack; Metadata and DescribeCluster serve it.
+        metadata = call(c, 2, 3, 12, {"topics": []})
+        assert {b["node_id"]: b["rack"] for b in metadata["brokers"]} == racks
+        admin = AdminClient(quiet({"bootstrap.servers": c.bootstrap_servers}))
+        described = admin.describe_cluster().result(10)
+        assert {n.id: n.rack for n in described.nodes} == racks
+
+        def spans_both_racks(partitions: int) -> bool:
+            meta = admin.list_topics(topic, timeout=10).topics[topic].partitions
+            assert len(meta) == partitions
+            return all({racks[b] for b in p.replicas} == set(racks.values()) for p in meta.values())
+
+        topic = create_topic(c, 8, rf=2)
+        assert spans_both_racks(8)
+        admin.create_partitions([NewPartitions(topic, 12)])[topic].result(30)
+        wait_for(lambda: spans_both_racks(12), 10, "the added partitions across both racks")

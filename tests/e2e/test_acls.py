@@ -1,5 +1,6 @@
 """ACL authorization (authorizer.class.name): deny by default, super users, ACLs created,
-described and deleted through AdminClient, topics hidden from Metadata."""
+described and deleted through AdminClient, topics hidden from Metadata and from
+DescribeTopicPartitions."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from confluent_kafka.admin import (
 )
 
 from kafkars.broker import Broker
+from kafkars.tools.client import WireClient
 
 JAAS = (
     "org.apache.kafka.common.security.plain.PlainLoginModule required "
@@ -170,3 +172,28 @@ def test_kafkars_acls_tool(secured: Broker, tmp_path: Path, topic: str) -> None:
     assert run("--list", "--topic", topic).count("permissionType=ALLOW") == 2
     bad = subprocess.run([*base, "--add", "--topic", topic], capture_output=True, text=True)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
+
+
+def test_describe_topic_partitions_refuses_named_and_hides_listed_topics(
+    secured: Broker, topic: str
+) -> None:
+    hidden = f"{topic}-hidden"
+    admin = AdminClient(conf(secured, "admin"))
+    for f in admin.create_topics([NewTopic(topic, 2, 1), NewTopic(hidden, 1, 1)]).values():
+        f.result(10)
+    for f in admin.create_acls([acl(topic, AclOperation.DESCRIBE)]).values():
+        f.result(10)
+    alice = WireClient.connect(secured.bootstrap_servers, conf(secured, "alice"))
+    page = {"response_partition_limit": 10, "cursor": None}
+    named = alice.call(75, 0, {"topics": [{"name": hidden}, {"name": topic}], **page})
+    by_name = {t["name"]: t for t in named["topics"]}
+    refused = by_name[hidden]
+    assert refused["error_code"] == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert refused["partitions"] == [] and refused["topic_id"].int == 0
+    allowed = by_name[topic]
+    assert allowed["error_code"] == 0 and len(allowed["partitions"]) == 2
+    # DESCRIBE (code 8) is all alice may do with it.
+    assert allowed["topic_authorized_operations"] == 1 << 8
+    listed = [t["name"] for t in alice.call(75, 0, {"topics": [], **page})["topics"]]
+    assert topic in listed and hidden not in listed
+    alice.close()

@@ -47,6 +47,24 @@ def test_admin_client(broker: Broker, topic: str) -> None:
     admin.close()
 
 
+def test_admin_describe_topic_partitions_pages(broker: Broker, topic: str) -> None:
+    # kafka-python's own codec and client for DescribeTopicPartitions (KIP-966).
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+    admin.create_topics([NewTopic(topic, 5, 1)])
+    seen: list[int] = []
+    cursor = None
+    for _ in range(10):
+        page = admin.describe_topic_partitions([topic], response_partition_limit=2, cursor=cursor)
+        [described] = page["topics"]
+        assert described["error_code"] == 0 and len(described["partitions"]) <= 2
+        seen += [p["partition_index"] for p in described["partitions"]]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert seen == [0, 1, 2, 3, 4]
+    admin.close()
+
+
 def test_offsets_for_times_and_end_offsets(broker: Broker, topic: str) -> None:
     producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers)
     for i in range(5):

@@ -90,6 +90,7 @@ REQUESTS: dict[ApiKey, dict[str, Any]] = {
     ApiKey.DELETE_GROUPS: {"groups_names": ["g", "h"]},
     ApiKey.OFFSET_DELETE: {"group_id": "g", "topics": []},
     ApiKey.DESCRIBE_CLUSTER: {"endpoint_type": 1},
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: {"topics": [{"name": "a"}, {"name": "b"}]},
     ApiKey.CONSUMER_GROUP_HEARTBEAT: {"group_id": "g"},
     ApiKey.CONSUMER_GROUP_DESCRIBE: {"group_ids": ["g", "h"]},
     ApiKey.DESCRIBE_CLIENT_QUOTAS: {},

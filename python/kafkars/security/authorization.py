@@ -227,3 +227,36 @@ def _allows(
     if rtype == Res.TOPIC and name == "":
         return authorizer.allowed_on_any(principal, host, op, rtype)
     return authorizer.authorize(principal, host, op, rtype, name, log_if_denied=False)
+
+
+# The operations ACLs can grant on a topic (Kafka's AclEntry.supportedOperations(TOPIC)).
+TOPIC_OPERATIONS = (
+    Op.READ,
+    Op.WRITE,
+    Op.CREATE,
+    Op.DELETE,
+    Op.ALTER,
+    Op.DESCRIBE,
+    Op.DESCRIBE_CONFIGS,
+    Op.ALTER_CONFIGS,
+)
+
+
+def authorized_operations(
+    authorizer: AclAuthorizer | None,
+    principal: str,
+    host: str,
+    rtype: ResourceType,
+    name: str,
+    operations: Iterable[AclOperation],
+) -> int:
+    """The `operations` the principal may perform on the resource, as the bit field the
+    `*_authorized_operations` response fields carry (bit n set for operation code n);
+    without an authorizer, every one of them."""
+    allowed = (
+        op
+        for op in operations
+        if authorizer is None
+        or authorizer.authorize(principal, host, op, rtype, name, log_if_denied=False)
+    )
+    return sum(1 << int(op) for op in set(allowed))

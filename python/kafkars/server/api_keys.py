@@ -66,6 +66,7 @@ class ApiKey(IntEnum):
     LIST_TRANSACTIONS = 66
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
+    DESCRIBE_TOPIC_PARTITIONS = 75
 
     @property
     def request_name(self) -> str:
@@ -126,6 +127,7 @@ KAFKA_4_0_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.LIST_TRANSACTIONS: (0, 1),
     ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),
     ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 1),
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0),
 }
 
 

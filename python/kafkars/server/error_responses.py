@@ -401,6 +401,18 @@ def _describe_cluster(body: Body, version: int, code: int, message: str | None) 
     }
 
 
+def _describe_topic_partitions(
+    body: Body, version: int, code: int, message: str | None
+) -> dict[str, Any]:
+    return {
+        "throttle_time_ms": 0,
+        "topics": [
+            {"error_code": code, "name": t["name"], "partitions": []}
+            for t in body.get("topics", [])
+        ],
+    }
+
+
 def _consumer_group_heartbeat(
     body: Body, version: int, code: int, message: str | None
 ) -> dict[str, Any]:
@@ -644,6 +656,7 @@ ERROR_RESPONSES: dict[ApiKey, Builder] = {
     ApiKey.INCREMENTAL_ALTER_CONFIGS: _alter_configs,
     ApiKey.OFFSET_DELETE: _top_level_only,
     ApiKey.DESCRIBE_CLUSTER: _describe_cluster,
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: _describe_topic_partitions,
     ApiKey.CONSUMER_GROUP_HEARTBEAT: _consumer_group_heartbeat,
     ApiKey.CONSUMER_GROUP_DESCRIBE: _consumer_group_describe,
     ApiKey.DESCRIBE_CLIENT_QUOTAS: _describe_client_quotas,

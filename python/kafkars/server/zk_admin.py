@@ -10,7 +10,7 @@ import uuid
 
 from kazoo.exceptions import NodeExistsError
 
-from kafkars.controller.election import assign_replicas
+from kafkars.controller.replica_placement import assign_replicas
 from kafkars.server.controller import validate_topic_configs
 from kafkars.server.errors import Errors, KafkaError
 from kafkars.server.metadata import TopicMetadata
@@ -42,14 +42,12 @@ class ZkAdmin:
         replication_factor: int = 1,
         assignments: list[list[int]] | None = None,
     ) -> TopicMetadata:
-        brokers = self.cache.alive_broker_ids()
         if assignments:
             replicas = dict(enumerate(assignments))
         else:
-            try:
-                replicas = assign_replicas(brokers, partitions, replication_factor)
-            except ValueError as e:
-                raise KafkaError(Errors.INVALID_REPLICATION_FACTOR, str(e)) from None
+            replicas = assign_replicas(
+                self.cache.alive_broker_racks(), partitions, replication_factor
+            )
         topic_id = uuid.uuid4()
         try:
             self.zk.create_topic(name, TopicAssignment(topic_id, replicas), configs)
@@ -85,12 +83,13 @@ class ZkAdmin:
         current = self.zk.get_topic_assignment(name)
         existing = len(current.partitions)
         factor = len(current.partitions[0])
-        try:
-            added = assign_replicas(
-                self.cache.alive_broker_ids(), count - existing, factor, start_partition=existing
-            )
-        except ValueError as e:
-            raise KafkaError(Errors.INVALID_REPLICATION_FACTOR, str(e)) from None
+        brokers = self.cache.alive_broker_racks()
+        # Kafka continues from where partition 0's leader sits among the brokers by id.
+        first_leader = current.partitions[0][0]
+        start = next((i for i, b in enumerate(sorted(brokers)) if b >= first_leader), 0)
+        added = assign_replicas(
+            brokers, count - existing, factor, start_partition=existing, fixed_start_index=start
+        )
         self.zk.set_topic_assignment(
             name, TopicAssignment(current.topic_id, {**current.partitions, **added})
         )

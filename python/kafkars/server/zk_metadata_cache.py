@@ -130,6 +130,11 @@ class ZkMetadataCache:
     def alive_broker_ids(self) -> list[int]:
         return sorted(self._brokers)
 
+    def alive_broker_racks(self) -> dict[int, str | None]:
+        """Each live broker's `broker.rack` (None when unset), for replica placement."""
+        with self._lock:
+            return {b.node_id: b.rack for b in self._brokers.values()}
+
     def alive_brokers(self, listener_name: str) -> list[BrokerNode]:
         with self._lock:
             brokers = list(self._brokers.values())

@@ -7,7 +7,11 @@ on free ports, each with its own temporary log dir.
         cluster.start(2)       # and bring it back with its data
 
 Brokers are `kafkars.Broker(process=True)` with `broker.id` 1..N and
-`zookeeper.connect` pointing at the ZooKeeper under the chroot `/kafkars`.
+`zookeeper.connect` pointing at the ZooKeeper under the chroot `/kafkars`. `config`
+applies to every broker; `broker_configs` adds settings for some, by broker id (each
+broker's `broker.rack`, say):
+
+    Cluster(4, broker_configs={i: {"broker.rack": "ab"[i % 2]} for i in range(1, 5)})
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ class Cluster:
         size: int = 3,
         *,
         config: dict[str, Any] | None = None,
+        broker_configs: dict[int, dict[str, Any]] | None = None,
         zookeeper: ZooKeeperServer | None = None,
     ) -> None:
         self.size = size
@@ -43,6 +48,7 @@ class Cluster:
             "controlled.shutdown.retry.backoff.ms": 500,
             **(config or {}),
         }
+        self.broker_configs = broker_configs or {}
         self.brokers: dict[int, Broker] = {}
 
     @property
@@ -62,6 +68,7 @@ class Cluster:
                 process=True,
                 config={
                     **self.config,
+                    **self.broker_configs.get(i, {}),
                     "broker.id": i,
                     "zookeeper.connect": f"{self.zookeeper.connect}/kafkars",
                 },

@@ -22,8 +22,8 @@ from typing import Any
 
 import click
 
-from kafkars.controller.election import assign_replicas
-from kafkars.server.errors import Errors
+from kafkars.controller.replica_placement import assign_replicas
+from kafkars.server.errors import Errors, KafkaError
 from kafkars.tools import client
 
 ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS = 45, 46
@@ -195,9 +195,10 @@ def _generate(r: Reassignments, topics_file: str, broker_list: str) -> None:
         parts = sorted(p for t, p in current if t == topic)
         factor = len(current[(topic, parts[0])])
         try:
-            assigned = assign_replicas(brokers, len(parts), factor)
-        except ValueError as e:
-            raise click.ClickException(str(e)) from None
+            # Rack-unaware, as with Kafka's --disable-rack-aware.
+            assigned = assign_replicas(dict.fromkeys(brokers), len(parts), factor)
+        except KafkaError as e:
+            raise click.ClickException(e.message or e.code.name) from None
         for p in parts:
             proposed[(topic, p)] = assigned[p]
     click.echo("Current partition replica assignment")
