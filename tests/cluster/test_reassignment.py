@@ -7,10 +7,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from kafkars.testing.cluster import Cluster
 from kafkars.zk import KafkaZkClient, zk_data
@@ -21,6 +24,7 @@ from .helpers import (
     create_topic,
     needs_zookeeper,
     partition_metadata,
+    quiet,
     running_cluster,
     wait_for,
 )
@@ -33,14 +37,18 @@ def cluster() -> Iterator[Cluster]:
     yield from running_cluster()
 
 
-def reassign(cluster: Cluster, *args: str) -> subprocess.CompletedProcess[str]:
+def reassign(
+    cluster: Cluster, *args: str, via: int | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Runs the tool against broker `via` (default: the first)."""
+    broker = cluster.brokers[via or min(cluster.brokers)]
     return subprocess.run(
         [
             sys.executable,
             "-m",
             "kafkars.tools.reassign_partitions",
             "--bootstrap-server",
-            cluster.bootstrap_servers.split(",")[0],
+            broker.bootstrap_servers,
             *args,
         ],
         capture_output=True,
@@ -98,21 +106,32 @@ def test_reassignment_moves_replicas_and_the_leader_under_load(
 
 
 def test_reassignment_cancelled_and_written_to_zookeeper(cluster: Cluster, tmp_path: Path) -> None:
-    topic = create_topic(cluster, 1, rf=2)
-    leader, replicas, _ = partition_metadata(cluster, topic, 0)
-    (newcomer,) = {1, 2, 3} - set(replicas)
+    admin = AdminClient(quiet({"bootstrap.servers": cluster.bootstrap_servers}))
+    controller = admin.describe_cluster().result(30).controller.id
+    # The newcomer is paused below: it must not be the controller the tool talks to.
+    newcomer = max({1, 2, 3} - {controller})
+    replicas = sorted({1, 2, 3} - {newcomer})
+    topic = f"t-{uuid.uuid4().hex[:8]}"
+    admin.create_topics([NewTopic(topic, num_partitions=1, replica_assignment=[replicas])])[
+        topic
+    ].result(30)
+    wait_for(lambda: partition_metadata(cluster, topic, 0)[0] in replicas, 10, "a leader")
+    leader = partition_metadata(cluster, topic, 0)[0]
     plan = write_plan(tmp_path, topic, [*replicas, newcomer])
     # A stopped newcomer cannot catch up, so the move stays in progress (for less than
     # the ZooKeeper session timeout, or the cluster would count it dead).
     cluster.pause(newcomer)
     try:
-        out = reassign(cluster, "--execute", "--reassignment-json-file", plan)
+        out = reassign(cluster, "--execute", "--reassignment-json-file", plan, via=leader)
         assert out.returncode == 0, out.stderr
-        listed = reassign(cluster, "--list").stdout
+        listed = reassign(cluster, "--list", via=leader).stdout
         assert f"{topic}-0: replicas: " in listed and f"adding: {newcomer}." in listed, listed
-        verify = reassign(cluster, "--verify", "--reassignment-json-file", plan)
+        grow = AdminClient(quiet({"bootstrap.servers": cluster.brokers[leader].bootstrap_servers}))
+        with pytest.raises(KafkaException, match="REASSIGNMENT_IN_PROGRESS"):
+            grow.create_partitions([NewPartitions(topic, 2)])[topic].result(30)
+        verify = reassign(cluster, "--verify", "--reassignment-json-file", plan, via=leader)
         assert verify.returncode == 1 and "still in progress" in verify.stdout
-        cancel = reassign(cluster, "--cancel", "--reassignment-json-file", plan)
+        cancel = reassign(cluster, "--cancel", "--reassignment-json-file", plan, via=leader)
         assert f"Successfully cancelled partition reassignments for: {topic}-0" in cancel.stdout
     finally:
         cluster.resume(newcomer)
@@ -143,8 +162,20 @@ def test_reassignment_cancelled_and_written_to_zookeeper(cluster: Cluster, tmp_p
         zk.close()
 
 
-def test_reassignment_refusals(cluster: Cluster, tmp_path: Path) -> None:
+def test_reassignment_tool_generates_plans_and_refuses_bad_ones(
+    cluster: Cluster, tmp_path: Path
+) -> None:
     topic = create_topic(cluster, 1, rf=2)
+    topics = tmp_path / "topics.json"
+    topics.write_text(json.dumps({"version": 1, "topics": [{"topic": topic}]}))
+    out = reassign(
+        cluster, "--generate", "--topics-to-move-json-file", str(topics), "--broker-list", "2,3"
+    )
+    assert out.returncode == 0, out.stderr
+    current, proposed = out.stdout.split("Proposed partition reassignment configuration")
+    assert "Current partition replica assignment" in current
+    (entry,) = json.loads(proposed.strip())["partitions"]
+    assert entry["topic"] == topic and sorted(entry["replicas"]) == [2, 3]
     bad = reassign(
         cluster, "--execute", "--reassignment-json-file", write_plan(tmp_path, topic, [1, 9])
     )

@@ -4,6 +4,7 @@ happen (leaders, ISRs, LeaderAndIsr and UpdateMetadata to the brokers)."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 import uuid
@@ -81,6 +82,10 @@ class ZkAdmin:
 
     def add_partitions(self, name: str, count: int) -> None:
         current = self.zk.get_topic_assignment(name)
+        if any(current.is_reassigning(p) for p in current.partitions):
+            raise KafkaError(
+                Errors.REASSIGNMENT_IN_PROGRESS, f"A partition reassignment of {name} is running."
+            )
         existing = len(current.partitions)
         factor = len(current.partitions[0])
         brokers = self.cache.alive_broker_racks()
@@ -91,7 +96,7 @@ class ZkAdmin:
             brokers, count - existing, factor, start_partition=existing, fixed_start_index=start
         )
         self.zk.set_topic_assignment(
-            name, TopicAssignment(current.topic_id, {**current.partitions, **added})
+            name, dataclasses.replace(current, partitions={**current.partitions, **added})
         )
         self._wait_for_leaders(name, count)
 

@@ -113,8 +113,10 @@ class Reassignments:
                 out[(name, p)] = list(part.replicas)
         return out
 
-    def brokers(self) -> list[int]:
-        return sorted(self.admin.list_topics(timeout=client.DEFAULT_TIMEOUT_S).brokers)
+    def brokers(self) -> dict[int, str | None]:
+        """Every broker's id and rack (DescribeCluster)."""
+        cluster = client.result(self.admin.describe_cluster())
+        return {node.id: node.rack for node in cluster.nodes}
 
     def _controller(self) -> client.WireClient:
         cluster = client.result(self.admin.describe_cluster())
@@ -174,7 +176,9 @@ class Reassignments:
         }
 
 
-def _generate(r: Reassignments, topics_file: str, broker_list: str) -> None:
+def _generate(
+    r: Reassignments, topics_file: str, broker_list: str, disable_rack_aware: bool
+) -> None:
     data = _read_json(topics_file)
     try:
         topics = {str(t["topic"]) for t in data["topics"]}
@@ -183,7 +187,8 @@ def _generate(r: Reassignments, topics_file: str, broker_list: str) -> None:
         raise click.ClickException(
             f"bad --topics-to-move-json-file or --broker-list: {e}"
         ) from None
-    unknown = set(brokers) - set(r.brokers())
+    known = r.brokers()
+    unknown = set(brokers) - set(known)
     if unknown:
         raise click.ClickException(f"unknown broker ids in --broker-list: {sorted(unknown)}")
     current = r.current(topics)
@@ -195,8 +200,8 @@ def _generate(r: Reassignments, topics_file: str, broker_list: str) -> None:
         parts = sorted(p for t, p in current if t == topic)
         factor = len(current[(topic, parts[0])])
         try:
-            # Rack-unaware, as with Kafka's --disable-rack-aware.
-            assigned = assign_replicas(dict.fromkeys(brokers), len(parts), factor)
+            racks = dict.fromkeys(brokers) if disable_rack_aware else {b: known[b] for b in brokers}
+            assigned = assign_replicas(racks, len(parts), factor)
         except KafkaError as e:
             raise click.ClickException(e.message or e.code.name) from None
         for p in parts:
@@ -298,6 +303,7 @@ def _list(r: Reassignments) -> None:
 @click.option("--reassignment-json-file", help="Kafka's reassignment plan.")
 @click.option("--topics-to-move-json-file", help="Kafka's list of topics to move (--generate).")
 @click.option("--broker-list", help="Brokers to move to, comma-separated (--generate).")
+@click.option("--disable-rack-aware", is_flag=True, help="--generate ignores the brokers' racks.")
 @click.option("--throttle", type=int, help="Not supported: kafkars has no replication quotas.")
 @client.version_option()
 def main(
@@ -311,6 +317,7 @@ def main(
     reassignment_json_file: str | None,
     topics_to_move_json_file: str | None,
     broker_list: str | None,
+    disable_rack_aware: bool,
     throttle: int | None,
 ) -> None:
     """Moves partition replicas between brokers (AlterPartitionReassignments)."""
@@ -330,7 +337,7 @@ def main(
     r = Reassignments(bootstrap_server, properties)
     if generate:
         assert topics_to_move_json_file and broker_list
-        _generate(r, topics_to_move_json_file, broker_list)
+        _generate(r, topics_to_move_json_file, broker_list, disable_rack_aware)
     elif execute:
         _execute(r, plan)
     elif verify:
