@@ -517,6 +517,21 @@ def _elect_leaders(body: Body, version: int, code: int, message: str | None) -> 
     return {"throttle_time_ms": 0, "error_code": code, "replica_election_results": []}
 
 
+def _alter_replica_log_dirs(
+    body: Body, version: int, code: int, message: str | None
+) -> dict[str, Any]:
+    results: dict[str, list[dict[str, Any]]] = {}
+    for d in body["dirs"]:
+        for t in d["topics"]:
+            results.setdefault(t["name"], []).extend(
+                {"partition_index": p, "error_code": code} for p in t["partitions"]
+            )
+    return {
+        "throttle_time_ms": 0,
+        "results": [{"topic_name": n, "partitions": ps} for n, ps in results.items()],
+    }
+
+
 def _controlled_shutdown(
     body: Body, version: int, code: int, message: str | None
 ) -> dict[str, Any]:
@@ -605,6 +620,7 @@ ERROR_RESPONSES: dict[ApiKey, Builder] = {
     ApiKey.UPDATE_METADATA: _update_metadata,
     ApiKey.CONTROLLED_SHUTDOWN: _controlled_shutdown,
     ApiKey.ELECT_LEADERS: _elect_leaders,
+    ApiKey.ALTER_REPLICA_LOG_DIRS: _alter_replica_log_dirs,
     ApiKey.DESCRIBE_PRODUCERS: _describe_producers,
     ApiKey.DESCRIBE_TRANSACTIONS: _describe_transactions,
     ApiKey.LIST_TRANSACTIONS: _list_transactions,
