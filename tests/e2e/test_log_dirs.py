@@ -190,3 +190,33 @@ def test_alter_replica_log_dirs_is_advertised(
         {"topic_name": "t", "partitions": [{"partition_index": 0, "error_code": 57}]}
     ]
     conn.close()
+
+
+def test_log_dirs_tool_prints_kafkas_json(
+    make_broker: Callable[..., Broker], topic: str, tmp_path: Path
+) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from kafkars.tools.log_dirs import main
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    broker = make_broker(log_dir=a, config={"log.dirs": f"{a},{b}"})
+    _create_topic(broker, topic)
+    args = ["--bootstrap-server", broker.bootstrap_servers, "--describe", "--topic-list", topic]
+    out = CliRunner().invoke(main, args)
+    assert out.exit_code == 0, out.output
+    lines = out.output.splitlines()
+    assert lines[0] == "Querying brokers for log directories information"
+    assert lines[1].startswith("Received log directory information from brokers ")
+    doc = json.loads(lines[2])
+    assert doc["version"] == 1
+    [entry] = doc["brokers"]
+    dirs = {d["logDir"]: d for d in entry["logDirs"]}
+    assert set(dirs) == {str(a.resolve()), str(b.resolve())}
+    partitions = [p for d in dirs.values() for p in d["partitions"]]
+    assert partitions == [{"partition": f"{topic}-0", "size": 0, "offsetLag": 0, "isFuture": False}]
+    assert all(d["error"] is None for d in dirs.values())
+    bad = CliRunner().invoke(main, [*args, "--broker-list", "42"])
+    assert bad.exit_code == 1 and "42" in bad.output
