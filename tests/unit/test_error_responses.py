@@ -86,6 +86,9 @@ REQUESTS: dict[ApiKey, dict[str, Any]] = {
     ApiKey.ALTER_CONFIGS: {"resources": [{"resource_type": 4, "resource_name": "1"}]},
     ApiKey.INCREMENTAL_ALTER_CONFIGS: {"resources": [{"resource_type": 2, "resource_name": "a"}]},
     ApiKey.DESCRIBE_LOG_DIRS: {"topics": None},
+    ApiKey.ALTER_REPLICA_LOG_DIRS: {
+        "dirs": [{"path": "/d", "topics": [{"name": "a", "partitions": [0, 1]}]}]
+    },
     ApiKey.CREATE_PARTITIONS: {"topics": [{"name": "a", "count": 3}]},
     ApiKey.DELETE_GROUPS: {"groups_names": ["g", "h"]},
     ApiKey.OFFSET_DELETE: {"group_id": "g", "topics": []},

@@ -109,7 +109,7 @@ def required(
         return [_txn(Op.WRITE, b["transactional_id"]), _group(Op.READ, b["group_id"])]
     if api_key == k.END_TXN:
         return [_txn(Op.WRITE, b["transactional_id"])]
-    if api_key in (k.ELECT_LEADERS, k.ALTER_PARTITION_REASSIGNMENTS):
+    if api_key in (k.ELECT_LEADERS, k.ALTER_PARTITION_REASSIGNMENTS, k.ALTER_REPLICA_LOG_DIRS):
         return [_cluster(Op.ALTER)]
     if api_key == k.LIST_PARTITION_REASSIGNMENTS:
         return [_cluster(Op.DESCRIBE)]

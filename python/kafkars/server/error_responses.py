@@ -555,6 +555,21 @@ def _list_partition_reassignments(
     return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "topics": []}
 
 
+def _alter_replica_log_dirs(
+    body: Body, version: int, code: int, message: str | None
+) -> dict[str, Any]:
+    results: dict[str, list[dict[str, Any]]] = {}
+    for d in body["dirs"]:
+        for t in d["topics"]:
+            results.setdefault(t["name"], []).extend(
+                {"partition_index": p, "error_code": code} for p in t["partitions"]
+            )
+    return {
+        "throttle_time_ms": 0,
+        "results": [{"topic_name": n, "partitions": ps} for n, ps in results.items()],
+    }
+
+
 def _controlled_shutdown(
     body: Body, version: int, code: int, message: str | None
 ) -> dict[str, Any]:
@@ -645,6 +660,7 @@ ERROR_RESPONSES: dict[ApiKey, Builder] = {
     ApiKey.ELECT_LEADERS: _elect_leaders,
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: _alter_partition_reassignments,
     ApiKey.LIST_PARTITION_REASSIGNMENTS: _list_partition_reassignments,
+    ApiKey.ALTER_REPLICA_LOG_DIRS: _alter_replica_log_dirs,
     ApiKey.DESCRIBE_PRODUCERS: _describe_producers,
     ApiKey.DESCRIBE_TRANSACTIONS: _describe_transactions,
     ApiKey.LIST_TRANSACTIONS: _list_transactions,

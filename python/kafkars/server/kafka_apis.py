@@ -79,6 +79,7 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.DELETE_TOPICS: topics.handle_delete_topics,
     ApiKey.CREATE_PARTITIONS: topics.handle_create_partitions,
     ApiKey.DESCRIBE_LOG_DIRS: cluster.handle_describe_log_dirs,
+    ApiKey.ALTER_REPLICA_LOG_DIRS: cluster.handle_alter_replica_log_dirs,
     ApiKey.INIT_PRODUCER_ID: transactions.handle_init_producer_id,
     ApiKey.ADD_PARTITIONS_TO_TXN: transactions.handle_add_partitions_to_txn,
     ApiKey.ADD_OFFSETS_TO_TXN: transactions.handle_add_offsets_to_txn,

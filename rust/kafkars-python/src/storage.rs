@@ -274,6 +274,10 @@ impl PyLog {
 
 /// Kafka's LogManager: the log dirs (locked), their meta.properties and checkpoints, and
 /// every partition log in them.
+/// A move under way as Python sees it: topic, partition, target dir, bytes copied,
+/// offset lag.
+type FutureLogRow = (String, i32, String, u64, i64);
+
 #[pyclass(frozen, name = "LogManager", module = "kafkars._core")]
 pub(crate) struct PyLogManager {
     /// Emptied by `shutdown`, which drops the manager and with it the dir locks.
@@ -412,6 +416,48 @@ impl PyLogManager {
         let m = self.manager()?;
         let tp = TopicPartition::new(topic, partition);
         py.detach(|| m.delete_log(&tp)).map_err(log_error)
+    }
+
+    /// AlterReplicaLogDirs for one partition: starts moving its log to `log_dir` in the
+    /// background and returns at once (a no-op when it is there already). Raises
+    /// LogError with LOG_DIR_NOT_FOUND, REPLICA_NOT_AVAILABLE or KAFKA_STORAGE_ERROR.
+    fn alter_log_dir(
+        &self,
+        py: Python<'_>,
+        topic: String,
+        partition: i32,
+        log_dir: PathBuf,
+    ) -> PyResult<()> {
+        let m = self.manager()?;
+        let tp = TopicPartition::new(topic, partition);
+        py.detach(|| m.alter_log_dir(&tp, &log_dir))
+            .map_err(log_error)
+    }
+
+    /// The log dir holding the partition's current log.
+    fn log_dir_of(&self, topic: String, partition: i32) -> PyResult<Option<String>> {
+        Ok(self
+            .manager()?
+            .log_dir_of(&TopicPartition::new(topic, partition))
+            .map(|d| d.to_string_lossy().into_owned()))
+    }
+
+    /// Moves under way: `(topic, partition, target dir, bytes copied, offset lag)`.
+    fn future_logs(&self) -> PyResult<Vec<FutureLogRow>> {
+        Ok(self
+            .manager()?
+            .future_logs()
+            .into_iter()
+            .map(|f| {
+                (
+                    f.topic_partition.topic,
+                    f.topic_partition.partition,
+                    f.log_dir.to_string_lossy().into_owned(),
+                    f.size_in_bytes,
+                    f.offset_lag,
+                )
+            })
+            .collect())
     }
 
     fn all_logs(&self) -> PyResult<Vec<PyLog>> {

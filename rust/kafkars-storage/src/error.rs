@@ -18,6 +18,8 @@ const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = ResponseError::OutOfOrderSequenceNumbe
 const INVALID_PRODUCER_EPOCH: i16 = ResponseError::InvalidProducerEpoch.code();
 const NOT_LEADER_OR_FOLLOWER: i16 = ResponseError::NotLeaderOrFollower.code();
 const NOT_ENOUGH_REPLICAS: i16 = ResponseError::NotEnoughReplicas.code();
+const LOG_DIR_NOT_FOUND: i16 = ResponseError::LogDirNotFound.code();
+const REPLICA_NOT_AVAILABLE: i16 = ResponseError::ReplicaNotAvailable.code();
 
 /// Result alias for storage operations.
 pub type Result<T, E = LogError> = std::result::Result<T, E>;
@@ -136,6 +138,12 @@ pub enum LogError {
     /// An earlier I/O error or panic took the partition offline.
     #[error("partition {0} is offline after a storage error")]
     Offline(String),
+    /// A path that is not one of the broker's log dirs (AlterReplicaLogDirs).
+    #[error("log directory {0} is not one of log.dirs")]
+    LogDirNotFound(String),
+    /// No log of the partition on this broker (AlterReplicaLogDirs).
+    #[error("no replica of {0} on this broker")]
+    ReplicaNotAvailable(String),
 }
 
 impl LogError {
@@ -159,6 +167,8 @@ impl LogError {
             LogError::InvalidProducerEpoch(_) => INVALID_PRODUCER_EPOCH,
             LogError::NotLeaderOrFollower(_) => NOT_LEADER_OR_FOLLOWER,
             LogError::NotEnoughReplicas(_) => NOT_ENOUGH_REPLICAS,
+            LogError::LogDirNotFound(_) => LOG_DIR_NOT_FOUND,
+            LogError::ReplicaNotAvailable(_) => REPLICA_NOT_AVAILABLE,
             LogError::Io { .. }
             | LogError::CorruptIndex { .. }
             | LogError::MalformedFile { .. }

@@ -17,10 +17,12 @@ use kafkars_record::{
     TimestampType, batches, control_record_type, recompress,
 };
 
+use crate::checkpoint::fsync_dir;
 use crate::config::{Clock, LogConfig, TopicCompression};
 use crate::error::{IoContext, LogError, Result};
 use crate::fetch::{FetchDataInfo, LogOffsetMetadata};
-use crate::leader_epoch::LeaderEpochFileCache;
+use crate::future_log::{FutureLog, SegmentSource};
+use crate::leader_epoch::{LEADER_EPOCH_CHECKPOINT_FILE, LeaderEpochFileCache};
 use crate::loader::{PartitionLoadStats, load_segments};
 use crate::producer_state::{CompletedTxn, ProducerBatch, ProducerCheck, ProducerStateManager};
 use crate::segment::{
@@ -154,6 +156,15 @@ fn replay_producer_state(
     Ok(())
 }
 
+/// Where a move between log dirs can be interrupted, for crash tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MoveStage {
+    /// The future dir is complete and fsynced, still named `-future`.
+    FutureComplete,
+    /// The future dir has the partition's name; the old dir is not yet renamed.
+    FutureRenamed,
+}
+
 /// A partition's log. See the module docs.
 #[derive(Debug)]
 pub struct Log {
@@ -174,6 +185,9 @@ pub struct Log {
     /// KAFKA_STORAGE_ERROR instead of serving or extending them (Kafka takes the log
     /// dir offline; here only this partition goes).
     offline: AtomicBool,
+    /// Bumped when bytes already written change (truncation, compaction), so a copy of
+    /// the files taken without the lock knows to start over.
+    layout_version: AtomicU64,
 }
 
 /// Wrapper so `LogState` can stay private while `Log` derives Debug.
@@ -204,6 +218,108 @@ fn jitter(max: i64, seed: i64) -> i64 {
     (x % max as u64) as i64
 }
 
+/// A log directory read into memory (the body of [`Log::open`]).
+struct LoadedState {
+    state: LogState,
+    leo_metadata: LogOffsetMetadata,
+    log_start: i64,
+    recovery_point: i64,
+    stats: PartitionLoadStats,
+}
+
+fn load_state(
+    dir: &Path,
+    config: LogConfig,
+    recovery_point: i64,
+    log_start_offset: i64,
+    had_clean_shutdown: bool,
+    now: i64,
+) -> Result<LoadedState> {
+    std::fs::create_dir_all(dir).at(dir)?;
+    let loaded = load_segments(
+        dir,
+        config.max_index_size,
+        config.index_interval_bytes,
+        recovery_point,
+        had_clean_shutdown,
+    )?;
+    let mut segments = loaded.segments;
+    if segments.is_empty() {
+        let base = log_start_offset.max(0);
+        let seg = LogSegment::create(
+            dir,
+            base,
+            config.max_index_size,
+            config.index_interval_bytes,
+            jitter(config.segment_jitter_ms, now ^ base),
+            now,
+        )?;
+        segments.insert(base, seg);
+    }
+    let (_, active) = segments
+        .iter_mut()
+        .next_back()
+        .expect("at least one segment");
+    active.resize_indexes(config.max_index_size)?;
+    active.set_roll_jitter_ms(jitter(config.segment_jitter_ms, now ^ active.base_offset()));
+    let leo = match active.read_next_offset() {
+        Ok(leo) => leo,
+        // A damaged active segment despite the clean marker: recover it rather
+        // than refuse to start.
+        Err(LogError::CorruptSegment { .. }) => {
+            let r = active.recover()?;
+            active.resize_indexes(config.max_index_size)?;
+            r.next_offset.unwrap_or(active.base_offset())
+        }
+        Err(e) => return Err(e),
+    };
+    let leo_metadata = LogOffsetMetadata {
+        message_offset: leo,
+        segment_base_offset: active.base_offset(),
+        relative_position_in_segment: active.size(),
+    };
+    let first_base = *segments.keys().next().expect("non-empty");
+    let log_start = log_start_offset.max(first_base).min(leo);
+    let mut epoch_cache = LeaderEpochFileCache::load(dir)?;
+    for (epoch, start) in loaded.epoch_starts {
+        epoch_cache.assign(epoch, start)?;
+    }
+    epoch_cache.truncate_from_end(leo)?;
+    epoch_cache.truncate_from_start(log_start)?;
+    let mut aborted = BTreeMap::new();
+    for segment in segments.values() {
+        for txn in read_txn_index(segment.txn_index_path())? {
+            aborted.insert(txn.last_offset, txn);
+        }
+    }
+    let mut producer_state = ProducerStateManager::load(dir, log_start, leo)?;
+    replay_producer_state(&segments, &mut producer_state, &mut aborted, leo)?;
+    let recovery = if loaded.recovered {
+        // Everything recovered was just validated; make it durable so the
+        // recovery point can move to the end.
+        for seg in segments.values() {
+            seg.flush()?;
+        }
+        leo
+    } else {
+        recovery_point.clamp(log_start, leo)
+    };
+    Ok(LoadedState {
+        state: LogState {
+            dir: dir.to_path_buf(),
+            segments,
+            epoch_cache,
+            config,
+            producer_state,
+            aborted,
+        },
+        leo_metadata,
+        log_start,
+        recovery_point: recovery,
+        stats: loaded.stats,
+    })
+}
+
 impl Log {
     /// Opens (loading and, after an unclean shutdown, recovering) or creates the log in
     /// `dir`. `recovery_point` and `log_start_offset` come from the checkpoints.
@@ -216,97 +332,30 @@ impl Log {
         had_clean_shutdown: bool,
         clock: Arc<dyn Clock>,
     ) -> Result<(Arc<Log>, PartitionLoadStats)> {
-        std::fs::create_dir_all(dir).at(dir)?;
-        let loaded = load_segments(
-            dir,
-            config.max_index_size,
-            config.index_interval_bytes,
-            recovery_point,
-            had_clean_shutdown,
-        )?;
-        let mut segments = loaded.segments;
         let now = clock.now_ms();
-        if segments.is_empty() {
-            let base = log_start_offset.max(0);
-            let seg = LogSegment::create(
-                dir,
-                base,
-                config.max_index_size,
-                config.index_interval_bytes,
-                jitter(config.segment_jitter_ms, now ^ base),
-                now,
-            )?;
-            segments.insert(base, seg);
-        }
-        let (_, active) = segments
-            .iter_mut()
-            .next_back()
-            .expect("at least one segment");
-        active.resize_indexes(config.max_index_size)?;
-        active.set_roll_jitter_ms(jitter(config.segment_jitter_ms, now ^ active.base_offset()));
-        let leo = match active.read_next_offset() {
-            Ok(leo) => leo,
-            // A damaged active segment despite the clean marker: recover it rather
-            // than refuse to start.
-            Err(LogError::CorruptSegment { .. }) => {
-                let r = active.recover()?;
-                active.resize_indexes(config.max_index_size)?;
-                r.next_offset.unwrap_or(active.base_offset())
-            }
-            Err(e) => return Err(e),
-        };
-        let leo_metadata = LogOffsetMetadata {
-            message_offset: leo,
-            segment_base_offset: active.base_offset(),
-            relative_position_in_segment: active.size(),
-        };
-        let first_base = *segments.keys().next().expect("non-empty");
-        let log_start = log_start_offset.max(first_base).min(leo);
-        let mut epoch_cache = LeaderEpochFileCache::load(dir)?;
-        for (epoch, start) in loaded.epoch_starts {
-            epoch_cache.assign(epoch, start)?;
-        }
-        epoch_cache.truncate_from_end(leo)?;
-        epoch_cache.truncate_from_start(log_start)?;
-        let mut aborted = BTreeMap::new();
-        for segment in segments.values() {
-            for txn in read_txn_index(segment.txn_index_path())? {
-                aborted.insert(txn.last_offset, txn);
-            }
-        }
-        let mut producer_state = ProducerStateManager::load(dir, log_start, leo)?;
-        replay_producer_state(&segments, &mut producer_state, &mut aborted, leo)?;
-        let recovery = if loaded.recovered {
-            // Everything recovered was just validated; make it durable so the
-            // recovery point can move to the end.
-            for seg in segments.values() {
-                seg.flush()?;
-            }
-            leo
-        } else {
-            recovery_point.clamp(log_start, leo)
-        };
+        let loaded = load_state(
+            dir,
+            config,
+            recovery_point,
+            log_start_offset,
+            had_clean_shutdown,
+            now,
+        )?;
         let log = Log {
             tp,
-            state: RwLock::new(LogStateBox(LogState {
-                dir: dir.to_path_buf(),
-                segments,
-                epoch_cache,
-                config,
-                producer_state,
-                aborted,
-            })),
+            state: RwLock::new(LogStateBox(loaded.state)),
             clock,
-            log_end_offset: AtomicI64::new(leo),
-            high_watermark: AtomicI64::new(log_start),
-            log_start_offset: AtomicI64::new(log_start),
-            recovery_point: AtomicI64::new(recovery),
-            leo_metadata: Mutex::new(leo_metadata),
+            log_end_offset: AtomicI64::new(loaded.leo_metadata.message_offset),
+            high_watermark: AtomicI64::new(loaded.log_start),
+            log_start_offset: AtomicI64::new(loaded.log_start),
+            recovery_point: AtomicI64::new(loaded.recovery_point),
+            leo_metadata: Mutex::new(loaded.leo_metadata),
             unflushed_messages: AtomicU64::new(0),
             last_flush_ms: AtomicI64::new(now),
             pending_deletes: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
             offline: AtomicBool::new(false),
+            layout_version: AtomicU64::new(0),
         };
         Ok((Arc::new(log), loaded.stats))
     }
@@ -1155,6 +1204,7 @@ impl Log {
             return Ok(true);
         }
         let mut guard = self.write_state();
+        self.layout_version.fetch_add(1, Ordering::AcqRel);
         let st = &mut guard.0;
         let later: Vec<i64> = st
             .segments
@@ -1201,6 +1251,7 @@ impl Log {
     pub fn truncate_fully_and_start_at(&self, new_offset: i64) -> Result<()> {
         self.check_open()?;
         let mut guard = self.write_state();
+        self.layout_version.fetch_add(1, Ordering::AcqRel);
         let st = &mut guard.0;
         for (_, seg) in std::mem::take(&mut st.segments) {
             seg.delete()?;
@@ -1442,6 +1493,7 @@ impl Log {
                 pending.push((now.saturating_add(delay), seg));
             }
         }
+        self.layout_version.fetch_add(1, Ordering::AcqRel);
         between()?;
         cleaned.change_file_suffixes(SWAP_FILE_SUFFIX, "")?;
         st.segments.insert(cleaned.base_offset(), cleaned);
@@ -1484,6 +1536,129 @@ impl Log {
         guard.0.producer_state.advance_to(leo);
         guard.0.producer_state.take_snapshot()?;
         Ok(())
+    }
+
+    /// The segments as a copy pass of a move between log dirs sees them, with the log
+    /// end offset and layout version at that moment.
+    pub(crate) fn move_sources(&self) -> Result<(Vec<SegmentSource>, i64, u64)> {
+        self.check_open()?;
+        let guard = self.read_state();
+        let sources = Self::segment_sources(&guard.0)?;
+        Ok((
+            sources,
+            self.log_end_offset(),
+            self.layout_version.load(Ordering::Acquire),
+        ))
+    }
+
+    fn segment_sources(st: &LogState) -> Result<Vec<SegmentSource>> {
+        let active_base = *st.segments.keys().next_back().expect("segments");
+        st.segments
+            .values()
+            .map(|seg| {
+                Ok(SegmentSource {
+                    base_offset: seg.base_offset(),
+                    size: seg.size(),
+                    active: seg.base_offset() == active_base,
+                    log: seg.log_file()?,
+                    log_path: seg.log_path().to_path_buf(),
+                    offset_index_path: seg.offset_index_path().to_path_buf(),
+                    time_index_path: seg.time_index_path().to_path_buf(),
+                    txn_index_path: seg.txn_index_path().to_path_buf(),
+                })
+            })
+            .collect()
+    }
+
+    /// Finishes a move between log dirs under the write lock: copies what was appended
+    /// since the last pass, writes the leader epochs and producer state into the future
+    /// dir, fsyncs it, renames it to `final_dir`, loads it, swaps it in, and renames the
+    /// old dir to `delete_dir`. Offsets, the high watermark and producer state carry
+    /// over; appends wait for the lock. Returns false without swapping when the log was
+    /// truncated or compacted since the copies were taken (copy again).
+    ///
+    /// A crash before the first rename leaves the old log and an incomplete `-future`
+    /// dir; after it, two complete and identical logs until the old one is renamed.
+    pub(crate) fn swap_in_future(
+        &self,
+        future: &mut FutureLog,
+        final_dir: &Path,
+        delete_dir: &Path,
+        crash: &dyn Fn(MoveStage) -> Result<()>,
+    ) -> Result<bool> {
+        let result = self.swap_in_future_unguarded(future, final_dir, delete_dir, crash);
+        self.offline_on_io_error(result)
+    }
+
+    fn swap_in_future_unguarded(
+        &self,
+        future: &mut FutureLog,
+        final_dir: &Path,
+        delete_dir: &Path,
+        crash: &dyn Fn(MoveStage) -> Result<()>,
+    ) -> Result<bool> {
+        self.check_open()?;
+        let mut guard = self.write_state();
+        self.check_open()?;
+        if self.layout_version.load(Ordering::Acquire) != future.layout_version {
+            return Ok(false);
+        }
+        let leo = self.log_end_offset();
+        let st = &mut guard.0;
+        let sources = Self::segment_sources(st)?;
+        future.copy_pass(&sources, true)?;
+        let epochs = st.dir.join(LEADER_EPOCH_CHECKPOINT_FILE);
+        if epochs.exists() {
+            let to = future.dir().join(LEADER_EPOCH_CHECKPOINT_FILE);
+            std::fs::copy(&epochs, &to).at(&epochs)?;
+            File::open(&to).and_then(|f| f.sync_all()).at(&to)?;
+        }
+        // A snapshot at the log end: the future log replays nothing on load.
+        st.producer_state.advance_to(leo);
+        st.producer_state.write_snapshot_to(future.dir())?;
+        fsync_dir(future.dir())?;
+        crash(MoveStage::FutureComplete)?;
+        if !st.dir.exists() {
+            // Deleted meanwhile (DeleteTopics renames before it marks the log closed).
+            return Err(LogError::Closed(self.tp.to_string()));
+        }
+        std::fs::rename(future.dir(), final_dir).at(future.dir())?;
+        fsync_dir(final_dir.parent().unwrap_or(Path::new(".")))?;
+        crash(MoveStage::FutureRenamed)?;
+        let loaded = match load_state(
+            final_dir,
+            st.config.clone(),
+            leo,
+            self.log_start_offset(),
+            true,
+            self.clock.now_ms(),
+        ) {
+            Ok(l) if l.leo_metadata.message_offset == leo => l,
+            other => {
+                // Keep the current log; the copy takes its `-future` name back and
+                // goes with the failed move.
+                let _ = std::fs::rename(final_dir, future.dir());
+                return match other {
+                    Err(e) => Err(e),
+                    Ok(l) => Err(LogError::CorruptSegment {
+                        path: final_dir.to_path_buf(),
+                        reason: format!(
+                            "the copy ends at offset {} instead of {leo}",
+                            l.leo_metadata.message_offset
+                        ),
+                    }),
+                };
+            }
+        };
+        std::fs::rename(&st.dir, delete_dir).at(&st.dir)?;
+        fsync_dir(st.dir.parent().unwrap_or(Path::new(".")))?;
+        *st = loaded.state;
+        *lock(&self.leo_metadata) = loaded.leo_metadata;
+        // The old dir's `.deleted` segments went with it.
+        lock(&self.pending_deletes).clear();
+        self.recovery_point.fetch_max(leo, Ordering::AcqRel);
+        self.unflushed_messages.store(0, Ordering::Release);
+        Ok(true)
     }
 
     /// Marks the log closed and points it at its renamed directory (after the

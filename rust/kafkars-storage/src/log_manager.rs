@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -14,8 +14,9 @@ use crate::cleaner::{self, CleanStage, CleanerConfig, CleanerStats, CleanerThrea
 use crate::config::{Clock, LogConfig};
 use crate::dir_lock::DirLock;
 use crate::error::{IoContext, LogError, Result};
+use crate::future_log::{FUTURE_DIR_SUFFIX, FutureLog};
 use crate::loader::PartitionLoadStats;
-use crate::log::Log;
+use crate::log::{Log, MoveStage};
 use crate::meta_properties::MetaProperties;
 use crate::offset_map::OffsetMap;
 use crate::topic_partition::TopicPartition;
@@ -82,7 +83,56 @@ pub struct LogManager {
     cleaning: Mutex<HashSet<TopicPartition>>,
     cleaner_checkpoint_lock: Mutex<()>,
     cleaner: Mutex<Option<CleanerThreads>>,
+    /// Replicas moving to another dir (AlterReplicaLogDirs), by partition.
+    moves: Mutex<HashMap<TopicPartition, Arc<LogDirMove>>>,
+    /// Where a partition not yet here goes when it is created (an AlterReplicaLogDirs
+    /// that came before the partition, as Kafka remembers it).
+    preferred_dirs: Mutex<HashMap<TopicPartition, usize>>,
 }
+
+/// A replica's move to another log dir, as the moving thread and DescribeLogDirs see it.
+#[derive(Debug)]
+pub struct LogDirMove {
+    /// Index of the target dir; a new AlterReplicaLogDirs may change it mid-move.
+    target: AtomicUsize,
+    /// Bytes copied into the future log.
+    copied_bytes: AtomicU64,
+    /// The future log holds every offset below this.
+    end_offset: AtomicI64,
+    /// Whether the future dir exists.
+    started: AtomicBool,
+    /// The future dir, while it exists.
+    future_dir: Mutex<Option<PathBuf>>,
+}
+
+impl LogDirMove {
+    /// A move to dir `target` that has copied nothing yet.
+    pub fn new(target: usize) -> Self {
+        LogDirMove {
+            target: AtomicUsize::new(target),
+            copied_bytes: AtomicU64::new(0),
+            end_offset: AtomicI64::new(0),
+            started: AtomicBool::new(false),
+            future_dir: Mutex::new(None),
+        }
+    }
+}
+
+/// A future log as DescribeLogDirs reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FutureLogInfo {
+    /// The partition.
+    pub topic_partition: TopicPartition,
+    /// The dir it moves to.
+    pub log_dir: PathBuf,
+    /// Bytes copied so far.
+    pub size_in_bytes: u64,
+    /// How far the future log is behind the current one.
+    pub offset_lag: i64,
+}
+
+/// How much a copy pass may leave for the final pass under the log's lock.
+const CATCH_UP_BYTES: u64 = 1 << 20;
 
 struct LogDirBox(LogDir);
 
@@ -161,6 +211,8 @@ impl LogManager {
             cleaning: Mutex::new(HashSet::new()),
             cleaner_checkpoint_lock: Mutex::new(()),
             cleaner: Mutex::new(None),
+            moves: Mutex::new(HashMap::new()),
+            preferred_dirs: Mutex::new(HashMap::new()),
         })
     }
 
@@ -218,11 +270,35 @@ impl LogManager {
         for r in results {
             r?;
         }
+        let mut report = report.into_inner().unwrap_or_else(|e| e.into_inner());
         let mut logs = self.logs.write().unwrap_or_else(|e| e.into_inner());
         for (i, log) in loaded.into_inner().unwrap_or_else(|e| e.into_inner()) {
-            logs.insert(log.topic_partition().clone(), (i, log));
+            let tp = log.topic_partition().clone();
+            let Some((j, other)) = logs.remove(&tp) else {
+                logs.insert(tp, (i, log));
+                continue;
+            };
+            // Two dirs hold the partition only after a crash between the two renames of
+            // a move between dirs: both are complete copies, and the one that took
+            // appends (the longer one) is the newer.
+            let ((keep_i, keep), (_, drop_log)) = if log.log_end_offset() > other.log_end_offset()
+                || (log.log_end_offset() == other.log_end_offset() && i > j)
+            {
+                ((i, log), (j, other))
+            } else {
+                ((j, other), (i, log))
+            };
+            let dir = drop_log.dir();
+            tracing::warn!(partition = %tp, kept = %keep.dir().display(), deleted = %dir.display(),
+                "the partition is in two log dirs after an interrupted move; keeping the longer log");
+            drop(drop_log);
+            let doomed = self.delete_dir_name(&tp, &dir);
+            fs::rename(&dir, &doomed).at(&dir)?;
+            fs::remove_dir_all(&doomed).at(&doomed)?;
+            report.deleted_dirs.push(doomed);
+            logs.insert(tp, (keep_i, keep));
         }
-        let mut report = report.into_inner().unwrap_or_else(|e| e.into_inner());
+        drop(logs);
         report.duration = started.elapsed();
         Ok(report)
     }
@@ -260,6 +336,14 @@ impl LogManager {
             let name = entry.file_name().to_string_lossy().into_owned();
             // Hidden dirs hold broker state that is not a log (kafkars' dynamic configs).
             if name.starts_with('.') {
+                continue;
+            }
+            // A move between dirs that did not finish: the current log is intact in its
+            // own dir, so the copy goes (Kafka would resume the move instead).
+            if name.ends_with(FUTURE_DIR_SUFFIX) {
+                tracing::warn!(dir = %entry.path().display(), "deleting the future log of an unfinished move between log dirs");
+                fs::remove_dir_all(entry.path()).at(&entry.path())?;
+                lock(report).deleted_dirs.push(entry.path());
                 continue;
             }
             if name.ends_with(DELETE_DIR_SUFFIX) {
@@ -370,7 +454,9 @@ impl LogManager {
         if let Some((_, l)) = logs.get(tp) {
             return Ok(Arc::clone(l));
         }
-        let i = self.next_dir.fetch_add(1, Ordering::Relaxed) % self.dirs.len();
+        let preferred = lock(&self.preferred_dirs).remove(tp);
+        let i = preferred
+            .unwrap_or_else(|| self.next_dir.fetch_add(1, Ordering::Relaxed) % self.dirs.len());
         let dir = self.dirs[i].0.path.join(tp.dir_name());
         let (log, _) = Log::open(
             &dir,
@@ -408,14 +494,249 @@ impl LogManager {
             return Ok(false);
         };
         let dir = log.dir();
-        let unique = format!("{:x}{:x}", self.clock.now_ms(), std::process::id());
         let parent = dir.parent().unwrap_or(Path::new("."));
-        let new_dir = parent.join(format!("{}.{unique}{DELETE_DIR_SUFFIX}", tp.dir_name()));
+        let new_dir = self.delete_dir_name(tp, &dir);
         fs::rename(&dir, &new_dir).at(&dir)?;
         fsync_dir(parent)?;
         log.mark_deleted(&new_dir);
         lock(&self.dirs_to_delete).push(new_dir);
         Ok(true)
+    }
+
+    fn unique_suffix(&self) -> String {
+        static SEQ: AtomicUsize = AtomicUsize::new(0);
+        format!(
+            "{:x}{:x}{:x}",
+            self.clock.now_ms(),
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        )
+    }
+
+    /// `<topic>-<partition>.<id>-delete` next to `dir`.
+    fn delete_dir_name(&self, tp: &TopicPartition, dir: &Path) -> PathBuf {
+        let parent = dir.parent().unwrap_or(Path::new("."));
+        parent.join(format!(
+            "{}.{}{DELETE_DIR_SUFFIX}",
+            tp.dir_name(),
+            self.unique_suffix()
+        ))
+    }
+
+    /// The log dir holding `tp`'s current log.
+    pub fn log_dir_of(&self, tp: &TopicPartition) -> Option<PathBuf> {
+        let logs = self.logs.read().unwrap_or_else(|e| e.into_inner());
+        logs.get(tp).map(|(i, _)| self.dirs[*i].0.path.clone())
+    }
+
+    /// The index of the log dir `path` names, comparing resolved paths.
+    pub fn dir_index(&self, path: &Path) -> Option<usize> {
+        let wanted = fs::canonicalize(path).ok()?;
+        self.dirs
+            .iter()
+            .position(|d| fs::canonicalize(&d.0.path).is_ok_and(|p| p == wanted))
+    }
+
+    /// AlterReplicaLogDirs for one partition: starts moving `tp`'s log to `log_dir` in
+    /// the background (or retargets a move under way) and returns at once. Moving to
+    /// the dir the log is in is a no-op (and cancels a move under way). Fails with
+    /// [`LogError::LogDirNotFound`] for a path outside `log.dirs`, and with
+    /// [`LogError::ReplicaNotAvailable`] when the partition is not here, remembering
+    /// the dir for when it is created (as Kafka does).
+    pub fn alter_log_dir(self: &Arc<Self>, tp: &TopicPartition, log_dir: &Path) -> Result<()> {
+        let target = self
+            .dir_index(log_dir)
+            .ok_or_else(|| LogError::LogDirNotFound(log_dir.display().to_string()))?;
+        let current = {
+            let logs = self.logs.read().unwrap_or_else(|e| e.into_inner());
+            match logs.get(tp) {
+                Some((i, log)) => {
+                    if log.is_offline() {
+                        return Err(LogError::Offline(tp.to_string()));
+                    }
+                    *i
+                }
+                None => {
+                    lock(&self.preferred_dirs).insert(tp.clone(), target);
+                    return Err(LogError::ReplicaNotAvailable(tp.to_string()));
+                }
+            }
+        };
+        let mut moves = lock(&self.moves);
+        if let Some(m) = moves.get(tp) {
+            m.target.store(target, Ordering::Release);
+            return Ok(());
+        }
+        if current == target {
+            return Ok(());
+        }
+        let progress = Arc::new(LogDirMove::new(target));
+        moves.insert(tp.clone(), Arc::clone(&progress));
+        drop(moves);
+        let manager = Arc::downgrade(self);
+        let tp = tp.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("kafka-alter-log-dir-{tp}"))
+            .spawn({
+                let tp = tp.clone();
+                move || {
+                    let Some(m) = manager.upgrade() else { return };
+                    let result = m.move_log_dir(&tp, &progress, &|_| Ok(()));
+                    lock(&m.moves).remove(&tp);
+                    // A failed move's copy goes now rather than at the next start-up.
+                    if let Some(dir) = lock(&progress.future_dir).take() {
+                        let _ = fs::remove_dir_all(dir);
+                    }
+                    match result {
+                        Ok(true) => tracing::info!(partition = %tp, "moved the log to another dir"),
+                        Ok(false) => {}
+                        Err(e) => {
+                            tracing::error!(partition = %tp, error = %e, "moving the log to another dir failed")
+                        }
+                    }
+                }
+            });
+        if let Err(e) = spawned {
+            lock(&self.moves).remove(&tp);
+            return Err(LogError::io("<thread>", e));
+        }
+        Ok(())
+    }
+
+    /// The future logs of the moves under way (DescribeLogDirs).
+    pub fn future_logs(&self) -> Vec<FutureLogInfo> {
+        let logs = self.logs.read().unwrap_or_else(|e| e.into_inner());
+        let moves = lock(&self.moves);
+        let mut out: Vec<FutureLogInfo> = moves
+            .iter()
+            .filter(|(_, m)| m.started.load(Ordering::Acquire))
+            .filter_map(|(tp, m)| {
+                let (_, log) = logs.get(tp)?;
+                Some(FutureLogInfo {
+                    topic_partition: tp.clone(),
+                    log_dir: self
+                        .dirs
+                        .get(m.target.load(Ordering::Acquire))?
+                        .0
+                        .path
+                        .clone(),
+                    size_in_bytes: m.copied_bytes.load(Ordering::Acquire),
+                    offset_lag: (log.log_end_offset() - m.end_offset.load(Ordering::Acquire))
+                        .max(0),
+                })
+            })
+            .collect();
+        out.sort_by(|a, b| a.topic_partition.cmp(&b.topic_partition));
+        out
+    }
+
+    /// Moves `tp`'s log to the dir `progress` targets, on the calling thread: copy
+    /// passes without the log's lock until little is left, then the swap under it (see
+    /// `Log::swap_in_future`); the old dir is removed. The cleaner leaves the partition
+    /// alone meanwhile. `crash` is called at each [`MoveStage`]; an error from it (or
+    /// any error) leaves the files as they are, as a crash would (the background
+    /// thread of [`alter_log_dir`](Self::alter_log_dir) then removes the copy). Returns false when
+    /// the move was cancelled (the target became the current dir).
+    pub fn move_log_dir(
+        &self,
+        tp: &TopicPartition,
+        progress: &LogDirMove,
+        crash: &dyn Fn(MoveStage) -> Result<()>,
+    ) -> Result<bool> {
+        // Kafka's abortAndPauseCleaning: the cleaner must not swap segments meanwhile.
+        loop {
+            let mut cleaning = lock(&self.cleaning);
+            if cleaning.insert(tp.clone()) {
+                break;
+            }
+            drop(cleaning);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let result = self.move_log_dir_paused(tp, progress, crash);
+        lock(&self.cleaning).remove(tp);
+        progress.started.store(false, Ordering::Release);
+        result
+    }
+
+    fn move_log_dir_paused(
+        &self,
+        tp: &TopicPartition,
+        progress: &LogDirMove,
+        crash: &dyn Fn(MoveStage) -> Result<()>,
+    ) -> Result<bool> {
+        let mut future: Option<FutureLog> = None;
+        loop {
+            let (current, log) = {
+                let logs = self.logs.read().unwrap_or_else(|e| e.into_inner());
+                let (i, log) = logs
+                    .get(tp)
+                    .ok_or_else(|| LogError::Closed(tp.to_string()))?;
+                (*i, Arc::clone(log))
+            };
+            let target = progress.target.load(Ordering::Acquire);
+            let target_changed = future
+                .as_ref()
+                .is_some_and(|f| f.dir().parent() != Some(self.dirs[target].0.path.as_path()));
+            if target_changed || target == current {
+                if let Some(f) = future.take() {
+                    fs::remove_dir_all(f.dir()).at(f.dir())?;
+                    *lock(&progress.future_dir) = None;
+                }
+                progress.started.store(false, Ordering::Release);
+                if target == current {
+                    return Ok(false);
+                }
+            }
+            let (sources, leo, version) = log.move_sources()?;
+            let f = match &mut future {
+                Some(f) => f,
+                None => {
+                    let dir = self.dirs[target].0.path.join(format!(
+                        "{}.{}{FUTURE_DIR_SUFFIX}",
+                        tp.dir_name(),
+                        self.unique_suffix()
+                    ));
+                    progress
+                        .end_offset
+                        .store(log.log_start_offset(), Ordering::Release);
+                    *lock(&progress.future_dir) = Some(dir.clone());
+                    progress.started.store(true, Ordering::Release);
+                    future.insert(FutureLog::create(dir, version)?)
+                }
+            };
+            if f.layout_version != version {
+                f.reset(version)?;
+            }
+            let copied = f.copy_pass(&sources, false)?;
+            progress
+                .copied_bytes
+                .store(f.size_in_bytes(), Ordering::Release);
+            progress.end_offset.store(leo, Ordering::Release);
+            if copied > CATCH_UP_BYTES {
+                continue;
+            }
+            let final_dir = self.dirs[target].0.path.join(tp.dir_name());
+            let old_dir = log.dir();
+            let delete_dir = self.delete_dir_name(tp, &old_dir);
+            if !log.swap_in_future(f, &final_dir, &delete_dir, crash)? {
+                continue;
+            }
+            *lock(&progress.future_dir) = None;
+            if let Some(entry) = self
+                .logs
+                .write()
+                .unwrap_or_else(|e| e.into_inner())
+                .get_mut(tp)
+            {
+                entry.0 = target;
+            }
+            // Checkpoints name the partition under its new dir only from now on.
+            self.checkpoint_recovery_points()?;
+            self.checkpoint_log_start_offsets()?;
+            self.checkpoint_high_watermarks()?;
+            fs::remove_dir_all(&delete_dir).at(&delete_dir)?;
+            return Ok(true);
+        }
     }
 
     /// Removes directories renamed by [`delete_log`](Self::delete_log); returns how many.

@@ -378,6 +378,17 @@ impl ProducerStateManager {
         Ok(())
     }
 
+    /// Writes the state as `<map end offset>.snapshot` into another directory (the
+    /// future log of a move between log dirs), leaving this one's snapshots alone.
+    pub fn write_snapshot_to(&self, dir: &Path) -> Result<()> {
+        let mut entries: Vec<&ProducerStateEntry> = self.producers.values().collect();
+        entries.sort_unstable_by_key(|e| e.producer_id);
+        write_atomically(
+            &snapshot_path(dir, self.map_end_offset),
+            &encode_snapshot(&entries),
+        )
+    }
+
     /// Drops the state at and above `offset` (log truncation): snapshots above it go,
     /// and the caller reloads and replays.
     pub fn truncate_and_reload(&mut self, log_start_offset: i64, offset: i64) -> Result<()> {
