@@ -11,7 +11,13 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewPartitions
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewPartitions,
+)
 
 from kafkars.testing.cluster import Cluster
 from kafkars.zk import KafkaZkClient
@@ -408,3 +414,66 @@ def test_replicas_are_placed_across_racks() -> None:
         assert spans_both_racks(8)
         admin.create_partitions([NewPartitions(topic, 12)])[topic].result(30)
         wait_for(lambda: spans_both_racks(12), 10, "the added partitions across both racks")
+
+
+def test_topic_config_change_reaches_every_broker(cluster: Cluster) -> None:
+    """AlterConfigs on one broker: the partition's leader (another broker) applies it
+    through /config/changes, as Kafka's brokers do."""
+    topic = create_topic(cluster, 1, rf=3)
+    leader, _, _ = partition_metadata(cluster, topic, 0)
+    other = min(set(cluster.brokers) - {leader})
+    admin = AdminClient(quiet({"bootstrap.servers": cluster.brokers[other].bootstrap_servers}))
+    # More in-sync replicas than the partition has: the leader must refuse acks=all.
+    resource = ConfigResource(
+        "topic",
+        topic,
+        incremental_configs=[
+            ConfigEntry("min.insync.replicas", "4", incremental_operation=AlterConfigOpType.SET)
+        ],
+    )
+    admin.incremental_alter_configs([resource])[resource].result(30)
+    errors: list[str] = []
+
+    def refused() -> bool:
+        p = Producer(
+            quiet(
+                {
+                    "bootstrap.servers": cluster.brokers[leader].bootstrap_servers,
+                    "acks": "all",
+                    "retries": 0,
+                    "message.timeout.ms": 5000,
+                }
+            )
+        )
+        p.produce(topic, b"x", partition=0, on_delivery=lambda err, _: errors.append(str(err)))
+        p.flush(10)
+        return bool(errors) and "NOT_ENOUGH_REPLICAS" in errors[-1]
+
+    wait_for(refused, 20, "the leader to apply min.insync.replicas=4")
+    third = (set(cluster.brokers) - {leader, other}).pop()
+    viewer = AdminClient(quiet({"bootstrap.servers": cluster.brokers[third].bootstrap_servers}))
+    described = viewer.describe_configs([ConfigResource("topic", topic)])
+    (configs,) = [f.result(30) for f in described.values()]
+    assert configs["min.insync.replicas"].value == "4"
+
+
+def test_rolling_restart_under_load_loses_nothing(cluster: Cluster) -> None:
+    """Each broker in turn: SIGTERM (controlled shutdown), start again, wait until it is
+    back in every ISR; an idempotent acks=all producer writes all along."""
+    topic = create_topic(cluster, 1, **{"min.insync.replicas": "2"})
+    with Producing(cluster, topic) as producing:
+        wait_for(lambda: len(producing.acked) > 100, 20, "the first acknowledgements")
+        for broker in sorted(cluster.brokers):
+            cluster.stop(broker)
+            count = len(producing.acked)
+            wait_for(lambda n=count: len(producing.acked) > n + 50, 30, "writes without the broker")
+            cluster.start(broker)
+            wait_for(
+                lambda: partition_metadata(cluster, topic, 0)[2] == [1, 2, 3],
+                30,
+                "the restarted broker back in the ISR",
+            )
+    assert not producing.errors, producing.errors[:3]
+    values = consume_all(cluster, topic, 1)
+    assert len(values) == len(set(values)), "a record was written twice"
+    assert set(producing.acked) <= set(values), "an acknowledged record was lost"

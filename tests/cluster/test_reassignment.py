@@ -19,6 +19,7 @@ from kafkars.testing.cluster import Cluster
 from kafkars.zk import KafkaZkClient, zk_data
 
 from .helpers import (
+    SESSION_TIMEOUT_MS,
     Producing,
     consume_all,
     create_topic,
@@ -190,3 +191,50 @@ def test_reassignment_tool_generates_plans_and_refuses_bad_ones(
     )
     assert dup.returncode == 1 and "duplicated replica list" in dup.stderr
     assert reassign(cluster, "--list", "--throttle", "1000").returncode == 2
+
+
+def test_reassignment_into_a_chosen_log_dir(tmp_path: Path) -> None:
+    """A plan's log_dirs entry puts the new replica in that log dir of its broker (JBOD:
+    broker 3 has two)."""
+    dirs = [tmp_path / "b3-first", tmp_path / "b3-second"]
+    with Cluster(
+        3,
+        config={"zookeeper.session.timeout.ms": SESSION_TIMEOUT_MS},
+        broker_configs={3: {"log.dirs": ",".join(map(str, dirs))}},
+    ) as cluster:
+        admin = AdminClient(quiet({"bootstrap.servers": cluster.bootstrap_servers}))
+        topic = f"t-{uuid.uuid4().hex[:8]}"
+        admin.create_topics([NewTopic(topic, num_partitions=1, replica_assignment=[[1, 2]])])[
+            topic
+        ].result(30)
+        wait_for(lambda: partition_metadata(cluster, topic, 0)[0] in (1, 2), 10, "a leader")
+        second = str(dirs[1].resolve())
+        plan = tmp_path / "plan.json"
+        plan.write_text(
+            json.dumps(
+                {
+                    "version": 1,
+                    "partitions": [
+                        {
+                            "topic": topic,
+                            "partition": 0,
+                            "replicas": [1, 3],
+                            "log_dirs": ["any", second],
+                        }
+                    ],
+                }
+            )
+        )
+        out = reassign(cluster, "--execute", "--reassignment-json-file", str(plan))
+        assert out.returncode == 0, out.stderr
+        assert f"Successfully started log directory move for: {topic}-0-3" in out.stdout
+        wait_for(
+            lambda: (
+                reassign(cluster, "--verify", "--reassignment-json-file", str(plan)).returncode == 0
+            ),
+            60,
+            "the reassignment and the log dir move",
+        )
+        verify = reassign(cluster, "--verify", "--reassignment-json-file", str(plan)).stdout
+        assert f"Replica {topic}-0-3 is in log dir {second}." in verify
+        assert (dirs[1] / f"{topic}-0").is_dir() and not (dirs[0] / f"{topic}-0").exists()

@@ -74,6 +74,13 @@ class ClusterMember:
         # KIP-890 checks with a transaction coordinator on another broker.
         self.txn_verifier: TransactionVerifier | None = None
         self._isr_thread = threading.Thread(target=self._isr_loop, name="isr-change", daemon=True)
+        # Topic config changes made through any broker reach this one's logs (Kafka's
+        # ZkNodeChangeNotificationListener on /config/changes).
+        self._config_changes: queue.Queue[bool] = queue.Queue()
+        self._last_config_change = ""
+        self._config_thread = threading.Thread(
+            target=self._config_change_loop, name="config-change", daemon=True
+        )
 
     def _unclean_election(self, topic: str) -> bool:
         meta = self.cache.get(topic)
@@ -91,6 +98,10 @@ class ClusterMember:
         self.zk.register_broker(info)
         self.controller.startup()
         self._isr_thread.start()
+        # Notifications older than this start are in the configs LeaderAndIsr reads.
+        existing = self.zk.get_config_changes()
+        self._last_config_change = existing[-1] if existing else ""
+        self._config_thread.start()
         self._leadership_thread.start()
         log.info("[Broker id=%s] registered in ZooKeeper", self.broker_id)
 
@@ -102,6 +113,7 @@ class ClusterMember:
 
     def shutdown(self) -> None:
         self._stop.set()
+        self._config_changes.put(False)
         self._leadership_changes.put(None)
         self.controller.shutdown()
 
@@ -196,6 +208,35 @@ class ClusterMember:
         for topic in self.cache.update(body):
             self.replica_manager.remove_topic(topic)
         return {"error_code": 0}
+
+    # -- topic config changes --------------------------------------------------------------
+    def _config_change_loop(self) -> None:
+        self._config_changes.put(True)
+        while self._config_changes.get() and not self._stop.is_set():
+            try:
+                self._process_config_changes()
+            except Exception:
+                log.exception("Applying topic config changes failed")
+
+    def _process_config_changes(self) -> None:
+        names = self.zk.get_config_changes(watch=lambda _: self._config_changes.put(True))
+        for name in names:
+            if name <= self._last_config_change:
+                continue
+            self._last_config_change = name
+            entity = self.zk.read_config_change(name)
+            if entity is None or not entity.startswith("topics/"):
+                continue
+            topic = entity.removeprefix("topics/")
+            configs = self.zk.get_topic_configs(topic)
+            self.cache.set_topic_configs(topic, configs)
+            self.replica_manager.update_config(
+                topic,
+                self.config.storage_config(configs),
+                self.config.timestamp_limits(configs),
+                min_insync_replicas=self.config.log_config(configs).min_insync_replicas,
+            )
+            log.info("[Broker id=%s] applied new configs of topic %s", self.broker_id, topic)
 
     # -- ISR changes -----------------------------------------------------------------------
     def _isr_loop(self) -> None:

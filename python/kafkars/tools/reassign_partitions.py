@@ -10,14 +10,16 @@
 The files are Kafka's JSON: topics to move `{"topics": [{"topic": "T"}], "version": 1}`, a
 plan `{"version": 1, "partitions": [{"topic": "T", "partition": 0, "replicas": [1, 2]}]}`.
 Reassignments go to the controller as AlterPartitionReassignments and are followed with
-ListPartitionReassignments (KIP-455). Replication throttles (`--throttle`) are not
-implemented by kafkars and are refused; `log_dirs` entries other than "any" are refused
-as well (moving a replica between a broker's log dirs is AlterReplicaLogDirs).
+ListPartitionReassignments (KIP-455). A plan's `log_dirs` entries other than "any" move
+those replicas to that log dir of their broker (AlterReplicaLogDirs, once the replica
+exists there). Replication throttles (`--throttle`) are not implemented by kafkars and
+are refused.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import click
@@ -25,11 +27,14 @@ import click
 from kafkars.controller.replica_placement import assign_replicas
 from kafkars.server.errors import Errors, KafkaError
 from kafkars.tools import client
+from kafkars.tools.log_dirs import alter_replica_log_dirs, describe_log_dirs
 
 ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS = 45, 46
 NOT_CONTROLLER = 41
 
 Plan = dict[tuple[str, int], list[int]]
+# A replica's wanted log dir: (topic, partition, broker) -> absolute path on that broker.
+LogDirs = dict[tuple[str, int, int], str]
 
 
 def _read_json(path: str) -> dict[str, Any]:
@@ -43,19 +48,25 @@ def _read_json(path: str) -> dict[str, Any]:
     return data
 
 
-def read_plan(path: str) -> Plan:
-    """A reassignment plan (Kafka's JSON), checked as Kafka's tool checks it."""
+def read_plan(path: str) -> tuple[Plan, LogDirs]:
+    """A reassignment plan (Kafka's JSON), checked as Kafka's tool checks it, and the log
+    dirs it names for replicas ("any" leaves the choice to the broker)."""
     data = _read_json(path)
     plan: Plan = {}
+    log_dirs: LogDirs = {}
     try:
         for entry in data["partitions"]:
             tp = (str(entry["topic"]), int(entry["partition"]))
             replicas = [int(b) for b in entry["replicas"]]
-            dirs = entry.get("log_dirs")
-            if dirs is not None and any(d != "any" for d in dirs):
+            dirs = entry.get("log_dirs") or ["any"] * len(replicas)
+            if len(dirs) != len(replicas):
                 raise click.ClickException(
-                    f'{path}: log_dirs other than "any" are not supported ({tp[0]}-{tp[1]})'
+                    f"{path}: partition {tp[0]}-{tp[1]} has {len(dirs)} log_dirs "
+                    f"for {len(replicas)} replicas"
                 )
+            for broker, d in zip(replicas, dirs, strict=True):
+                if d != "any":
+                    log_dirs[(tp[0], tp[1], broker)] = str(d)
             if tp in plan:
                 raise click.ClickException(f"{path}: partition {tp[0]}-{tp[1]} is listed twice")
             if not replicas or len(set(replicas)) != len(replicas):
@@ -67,7 +78,7 @@ def read_plan(path: str) -> Plan:
         raise click.ClickException(f"{path}: not a reassignment plan ({e})") from None
     if not plan:
         raise click.ClickException(f"{path}: the plan lists no partitions")
-    return plan
+    return plan, log_dirs
 
 
 def plan_json(plan: Plan) -> str:
@@ -117,6 +128,52 @@ class Reassignments:
         """Every broker's id and rack (DescribeCluster)."""
         cluster = client.result(self.admin.describe_cluster())
         return {node.id: node.rack for node in cluster.nodes}
+
+    def address(self, broker: int) -> str:
+        cluster = client.result(self.admin.describe_cluster())
+        for node in cluster.nodes:
+            if node.id == broker:
+                return f"{node.host}:{node.port}"
+        raise click.ClickException(f"broker {broker} is not in the cluster")
+
+    def move_log_dirs(self, log_dirs: LogDirs, timeout_s: float) -> dict[tuple[str, int, int], str]:
+        """AlterReplicaLogDirs to each broker named; a replica the reassignment has not
+        created yet (REPLICA_NOT_AVAILABLE) is asked again until `timeout_s`, as Kafka's
+        tool does. Returns the replicas that failed, with why."""
+        pending = dict(log_dirs)
+        failed: dict[tuple[str, int, int], str] = {}
+        deadline = time.monotonic() + timeout_s
+        while pending:
+            for broker in sorted({b for _, _, b in pending}):
+                moves = {(t, p): d for (t, p, b), d in pending.items() if b == broker}
+                codes = alter_replica_log_dirs(self.address(broker), moves, self.properties)
+                for (t, p), code in codes.items():
+                    if code != int(Errors.REPLICA_NOT_AVAILABLE):
+                        d = pending.pop((t, p, broker))
+                        if code:
+                            failed[(t, p, broker)] = f"{_error_name(code)} ({d})"
+            if pending and time.monotonic() > deadline:
+                for key in pending:
+                    failed[key] = "the replica was not created in time"
+                break
+            if pending:
+                time.sleep(0.2)
+        return failed
+
+    def replica_dir(self, topic: str, partition: int, broker: int) -> tuple[str | None, bool]:
+        """Where a replica's log is on `broker` (DescribeLogDirs) and whether a move of
+        it is still running there (a future replica exists)."""
+        found, moving = None, False
+        results = describe_log_dirs(self.address(broker), {topic: [partition]}, self.properties)
+        for result in results:
+            for t in result["topics"]:
+                for p in t["partitions"]:
+                    if t["name"] == topic and p["partition_index"] == partition:
+                        if p["is_future_key"]:
+                            moving = True
+                        else:
+                            found = result["log_dir"]
+        return found, moving
 
     def _controller(self) -> client.WireClient:
         cluster = client.result(self.admin.describe_cluster())
@@ -213,7 +270,7 @@ def _generate(
     click.echo(plan_json(proposed))
 
 
-def _execute(r: Reassignments, plan: Plan) -> None:
+def _execute(r: Reassignments, plan: Plan, log_dirs: LogDirs, timeout_s: float) -> None:
     current = r.current({t for t, _ in plan})
     missing = set(plan) - set(current)
     if missing:
@@ -229,11 +286,19 @@ def _execute(r: Reassignments, plan: Plan) -> None:
     started = set(plan) - set(failed)
     if started:
         click.echo(f"Successfully started partition reassignments for {_names(started)}")
-    if failed:
+    wanted = {k: d for k, d in log_dirs.items() if k[:2] in started}
+    dir_failed = r.move_log_dirs(wanted, timeout_s) if wanted else {}
+    for (t, p, b), why in sorted(dir_failed.items()):
+        click.echo(f"Error moving replica {t}-{p}-{b} to its log dir: {why}", err=True)
+    moved = sorted(set(wanted) - set(dir_failed))
+    if moved:
+        names = ",".join(f"{t}-{p}-{b}" for t, p, b in moved)
+        click.echo(f"Successfully started log directory move for: {names}")
+    if failed or dir_failed:
         raise SystemExit(1)
 
 
-def _verify(r: Reassignments, plan: Plan) -> None:
+def _verify(r: Reassignments, plan: Plan, log_dirs: LogDirs) -> None:
     ongoing = r.ongoing()
     current = r.current({t for t, _ in plan})
     click.echo("Status of partition reassignment:")
@@ -251,6 +316,19 @@ def _verify(r: Reassignments, plan: Plan) -> None:
                 f"There is no active reassignment of partition {name}, but replica set is "
                 f"{have} rather than {','.join(map(str, target))}."
             )
+            done = False
+    if log_dirs:
+        click.echo("Status of replica log directory movement:")
+    for (t, p, b), wanted in sorted(log_dirs.items()):
+        where, moving = r.replica_dir(t, p, b)
+        name = f"{t}-{p}-{b}"
+        if where == wanted and not moving:
+            click.echo(f"Replica {name} is in log dir {wanted}.")
+        elif moving:
+            click.echo(f"Replica {name} is still moving to log dir {wanted}.")
+            done = False
+        else:
+            click.echo(f"Replica {name} is in log dir {where} rather than {wanted}.")
             done = False
     if not done:
         raise SystemExit(1)
@@ -304,6 +382,13 @@ def _list(r: Reassignments) -> None:
 @click.option("--topics-to-move-json-file", help="Kafka's list of topics to move (--generate).")
 @click.option("--broker-list", help="Brokers to move to, comma-separated (--generate).")
 @click.option("--disable-rack-aware", is_flag=True, help="--generate ignores the brokers' racks.")
+@click.option(
+    "--timeout",
+    type=int,
+    default=10000,
+    show_default=True,
+    help="How long (ms) --execute waits for a replica to exist before moving its log dir.",
+)
 @click.option("--throttle", type=int, help="Not supported: kafkars has no replication quotas.")
 @client.version_option()
 def main(
@@ -318,6 +403,7 @@ def main(
     topics_to_move_json_file: str | None,
     broker_list: str | None,
     disable_rack_aware: bool,
+    timeout: int,
     throttle: int | None,
 ) -> None:
     """Moves partition replicas between brokers (AlterPartitionReassignments)."""
@@ -331,7 +417,7 @@ def main(
         raise click.UsageError("--generate needs --topics-to-move-json-file and --broker-list")
     if (execute or verify or cancel) and not reassignment_json_file:
         raise click.UsageError("--execute, --verify and --cancel need --reassignment-json-file")
-    plan = read_plan(reassignment_json_file) if reassignment_json_file else {}
+    plan, log_dirs = read_plan(reassignment_json_file) if reassignment_json_file else ({}, {})
     properties = client.read_properties(command_config)
     client.check_reachable(bootstrap_server)
     r = Reassignments(bootstrap_server, properties)
@@ -339,9 +425,9 @@ def main(
         assert topics_to_move_json_file and broker_list
         _generate(r, topics_to_move_json_file, broker_list, disable_rack_aware)
     elif execute:
-        _execute(r, plan)
+        _execute(r, plan, log_dirs, timeout / 1000)
     elif verify:
-        _verify(r, plan)
+        _verify(r, plan, log_dirs)
     elif cancel:
         _cancel(r, plan)
     else:

@@ -262,10 +262,23 @@ class KafkaZkClient:
         # Kafka's change notification, so other brokers reload the topic's config.
         self.zk.create(
             f"{zk_data.CONFIG_CHANGES}/config_change_",
-            b'{"version":2,"entity_path":"topics/' + topic.encode() + b'"}',
+            zk_data.encode_config_change(f"topics/{topic}"),
             sequence=True,
             makepath=True,
         )
+
+    def get_config_changes(self, watch: Watch | None = None) -> list[str]:
+        """The `/config/changes` notifications, oldest first (sequence-numbered names)."""
+        return sorted(self.zk.get_children(zk_data.CONFIG_CHANGES, watch=watch))
+
+    def read_config_change(self, name: str) -> str | None:
+        """A notification's entity path (`topics/<name>`, ...), or None if it is gone or
+        unreadable."""
+        try:
+            raw, _ = self.zk.get(f"{zk_data.CONFIG_CHANGES}/{name}")
+            return zk_data.decode_config_change(raw)
+        except (NoNodeError, ValueError, KeyError, TypeError):
+            return None
 
     def delete_topic_znodes(self, topic: str) -> None:
         for path in (zk_data.topic_path(topic), zk_data.topic_config_path(topic)):

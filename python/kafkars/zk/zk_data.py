@@ -267,6 +267,15 @@ def decode_config(raw: bytes) -> dict[str, str]:
     return {k: str(v) for k, v in (_loads(raw).get("config") or {}).items()}
 
 
+def encode_config_change(entity_path: str) -> bytes:
+    """A `/config/changes/config_change_N` notification (version 2: `topics/<name>`)."""
+    return _dumps({"version": 2, "entity_path": entity_path})
+
+
+def decode_config_change(raw: bytes) -> str:
+    return str(_loads(raw)["entity_path"])
+
+
 # -- producer ids ----------------------------------------------------------------------------
 def encode_producer_id_block(broker_id: int, start: int, end: int) -> bytes:
     return _dumps(
