@@ -52,6 +52,7 @@ FAILOVER_SIZE = 100
 # Beyond the session timeout: how long a failover may take before it counts as failed.
 FAILOVER_TIMEOUT_S = 60.0
 REJOIN_TIMEOUT_S = 60.0
+SETTLE_S = 1.0
 PRODUCER_CONFIG: dict[str, Any] = {
     "acks": "all",
     "enable.idempotence": True,
@@ -81,6 +82,39 @@ def create_topic(bootstrap: str, partitions: int, configs: dict[str, str]) -> st
     )
     futures[name].result(90)
     return name
+
+
+def wait_for_topic(cluster: Cluster, topic: str, partitions: int, timeout: float = 30.0) -> None:
+    """Until every running broker's metadata has the topic with a leader and a full ISR for
+    each partition: CreateTopics answers once the controller has it, before the brokers do,
+    and a client that asks a broker too early gets UNKNOWN_TOPIC_OR_PARTITION."""
+    from kafkars.controller.channel_manager import call_broker
+
+    body = {
+        "topics": [{"topic_id": uuid.UUID(int=0), "name": topic}],
+        "allow_auto_topic_creation": False,
+    }
+    deadline = time.monotonic() + timeout
+    for broker in cluster.brokers.values():
+        if not broker.running:
+            continue
+        _, _, host, port = broker.listeners[0]
+        while True:
+            try:
+                found = call_broker((host, port), 3, 12, body, client_id="bench-harness")
+                parts = found["topics"][0]["partitions"] if found["topics"] else []
+                if len(parts) == partitions and all(
+                    p["error_code"] == 0
+                    and p["leader_id"] >= 0
+                    and len(p["isr_nodes"]) == REPLICATION
+                    for p in parts
+                ):
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"not every broker has topic {topic} after {timeout:.0f} s")
+            time.sleep(0.05)
 
 
 def delete_topic(bootstrap: str, name: str) -> None:
@@ -231,6 +265,7 @@ class ClusterThroughput:
             pids = _pids(self.cluster)
             acks = 1 if kind == "acks1" else -1
             topic = create_topic(bootstrap, partitions, {"min.insync.replicas": str(MIN_ISR)})
+            wait_for_topic(self.cluster, topic, partitions)
         try:
             before = _cpu_total(pids)
             run = self.client.produce(
@@ -256,7 +291,11 @@ class ClusterThroughput:
             for kind, runs in row["runs"].items():
                 mbps = statistics.median(r["MBps"] for r in runs)
                 rps = statistics.median(r["records_per_s"] for r in runs)
-                cpus = [r["cpu_s"] / (r["payload_bytes"] / 1e9) for r in runs if r["cpu_s"]]
+                cpus = [
+                    r["cpu_s"] / (r["payload_bytes"] / 1e9)
+                    for r in runs
+                    if r["cpu_s"] and r["payload_bytes"]
+                ]
                 row[kind] = {
                     "MBps": mbps,
                     "records_per_s": rps,
@@ -403,6 +442,7 @@ class Failover:
             self.cluster.bootstrap_servers, 1, {"min.insync.replicas": str(MIN_ISR)}
         )
         self.out["topic"] = self.topic
+        wait_for_topic(self.cluster, self.topic, 1)
         self.out["log_dirs"] = {str(i): str(b.log_dir) for i, b in self.cluster.brokers.items()}
         self._wait(lambda: self._state()[2] == [1, 2, 3], 30, "the topic's ISR [1, 2, 3]")
         self.producer = SteadyProducer(self.cluster.bootstrap_servers, self.topic)
@@ -439,6 +479,10 @@ class Failover:
         if self.cluster is None or self.zk is None:
             raise RuntimeError("the cluster did not start")
         producer = self._p()
+        # A second of steady acknowledgements before the signal.
+        time.sleep(SETTLE_S)
+        if time.monotonic() - producer.last_ack > 0.5:
+            raise RuntimeError("no acknowledgement in the last 0.5 s before the signal")
         leader, epoch, isr = self._state()
         if isr != [1, 2, 3] or leader < 0:
             raise RuntimeError(f"leader {leader}, ISR {isr} before the signal: not a full ISR")
