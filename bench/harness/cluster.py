@@ -496,11 +496,20 @@ class Failover:
         self.cycles.append(row)
         signalled = time.monotonic()
         row["t_signal"] = signalled
+        stopping: threading.Thread | None = None
         if how == "SIGKILL":
             self.cluster.kill(leader)
         else:
-            self.cluster.stop(leader)  # SIGTERM and wait: the controlled shutdown
-            row["exit_s"] = time.monotonic() - signalled
+            # SIGTERM, a controlled shutdown: the broker exits once its leadership has moved.
+            # Waited for on a thread so the new leader is watched for meanwhile.
+            cluster = self.cluster
+
+            def stop() -> None:
+                cluster.stop(leader)
+                row["exit_s"] = time.monotonic() - signalled
+
+            stopping = threading.Thread(target=stop, name="controlled-shutdown")
+            stopping.start()
         try:
             self._wait(
                 lambda: self._state()[0] not in (leader, -1),
@@ -521,6 +530,8 @@ class Failover:
             row["error"] = str(e)
             row["broker_logs"] = self._complaints()
         finally:
+            if stopping is not None:
+                stopping.join()
             restart = time.monotonic()
             self.cluster.start(leader)
             row["restart_s"] = time.monotonic() - restart
