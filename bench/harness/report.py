@@ -527,7 +527,7 @@ def _failover_plot(results: dict[str, Any], out_dir: Path, plt: Any) -> list[Pat
     ]
     if not curves:
         return []
-    fig, ax = plt.subplots(figsize=(9, 5), layout="constrained")
+    fig, ax = plt.subplots(figsize=(9, 6.5), layout="constrained")
     labels = {
         "first_ack_by_new_leader": "first record acknowledged by the new leader",
         "leader_in_zookeeper": "new leader in ZooKeeper",
@@ -562,7 +562,7 @@ def _failover_plot(results: dict[str, Any], out_dir: Path, plt: Any) -> list[Pat
     ax.set_ylabel("share of rounds")
     ax.set_ylim(0, 1.02)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize="small", loc="upper left")
+    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.13))
     p = f["producer"]
     ax.set_title(
         f"failover: ZooKeeper + {f['brokers']} brokers, RF={f['replication_factor']}, "
