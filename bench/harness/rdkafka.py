@@ -96,6 +96,8 @@ class RdkafkaPerformance:
         if not found:
             raise ClientError(f"no summary from rdkafka_performance: {_tail(out)}")
         produced, payload, delivered, ms = (int(x) for x in found[-1])
+        if produced == 0:
+            raise ClientError(f"rdkafka_performance produced nothing: {_tail(out)}")
         if delivered < produced:
             raise ClientError(f"{produced - delivered} records not delivered: {_tail(out)}")
         return Run(delivered, payload * delivered // max(produced, 1), ms / 1000)

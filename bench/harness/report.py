@@ -200,11 +200,104 @@ def table(results: dict[str, Any]) -> str:
             if asked != r["partitions"]:
                 out.append(f"{'':>10}* instead of {asked:,}: the open-file limit (see notes)")
 
+    out += cluster_table(results)
+    out += failover_table(results)
+
     for note in results.get("notes", []):
         out.append(f"note: {note}")
     for err in results.get("errors", []):
         out.append(f"failed: {err['step']}: {err['error']}")
     return "\n".join(out)
+
+
+CLUSTER_KINDS = (
+    ("single", "1 broker, acks=1"),
+    ("acks1", "3 brokers, acks=1"),
+    ("acksall", "3 brokers, acks=all"),
+)
+
+
+def cluster_table(results: dict[str, Any]) -> list[str]:
+    c = results.get("cluster")
+    if not c or not c.get("rows"):
+        return []
+    out = [
+        "",
+        f"cluster: produce {c['size'] // 1024} KiB records, {results['meta']['client']}; "
+        f"ZooKeeper + {c['brokers']} brokers on this machine, RF={c['replication_factor']}, "
+        f"min.insync.replicas={c['min_insync_replicas']}; median of {c['repeats']} "
+        "alternating runs; MB/s, records/s, broker CPU s per GB (all brokers)",
+        f"{'':<14}"
+        + "".join(f"{label:>27}" for _, label in CLUSTER_KINDS)
+        + f"{'acks=all ratio':>16}",
+    ]
+    for row in c["rows"]:
+        cells = []
+        for kind, _ in CLUSTER_KINDS:
+            r = row.get(kind)
+            if r is None:
+                cells.append("failed")
+                continue
+            cpu = _num(r["cpu_s_per_GB"], ".2f")
+            cells.append(f"{r['MBps']:8.1f} {_rate(r['records_per_s']):>6}/s {cpu:>6} s")
+        ratio = row.get("acksall_vs_single")
+        out.append(
+            f"{row['case']:<14}"
+            + "".join(f"{cell:>27}" for cell in cells)
+            + f"{_num(ratio, '.2f') + '×' if ratio else '-':>16}"
+        )
+    out.append(f"{'':<14}(acks=all ratio: 3 brokers acks=all MB/s ÷ 1 broker acks=1 MB/s)")
+    return out
+
+
+def failover_table(results: dict[str, Any]) -> list[str]:
+    f = results.get("failover")
+    if not f or not f.get("cycles"):
+        return []
+    p = f["producer"]
+    out = [
+        "",
+        f"failover: ZooKeeper + {f['brokers']} brokers, RF={f['replication_factor']}, "
+        f"min.insync.replicas={f['min_insync_replicas']}, "
+        f"zookeeper.session.timeout.ms={f['zookeeper_session_timeout_ms']}; a producer "
+        f"(acks=all, idempotent, {p['records_per_s']:,} records/s of {p['record_size']} B)",
+        f"  {'seconds from the signal':<56}{'p50':>8}{'p90':>9}{'max':>9}{'rounds':>9}"
+        f"{'failed':>8}",
+    ]
+    rows = [
+        ("first_ack_by_new_leader", "first record acknowledged by the new leader"),
+        ("leader_in_zookeeper", "new leader written to ZooKeeper"),
+        ("back_in_isr_after_restart", "restart → back in the ISR"),
+    ]
+    for key, label in rows:
+        for how in ("sigkill", "sigterm"):
+            s = f.get(how)
+            if not s or not s["rounds"]:
+                continue
+            d = s[key]
+            failed = s["failed"] if key == rows[0][0] else s["rounds"] - d["count"]
+            out.append(
+                f"  {how.upper() + ': ' + label:<56}{_num(d['p50'], '8.2f')}"
+                f"{_num(d['p90'], '9.2f')}{_num(d['max'], '9.2f')}{s['rounds']:>9}{failed:>8}"
+            )
+    if f.get("sigkill", {}).get("rounds"):
+        out.append(
+            f"  (a SIGKILL is noticed when the broker's ZooKeeper session expires: "
+            f"{f['zookeeper_session_timeout_ms'] / 1000:g} s after its last heartbeat)"
+        )
+    check = f.get("check")
+    if check:
+        verdict = "OK" if check["ok"] else "FAILED"
+        out.append(
+            f"  records: {check['produced']:,} produced, {check['acknowledged']:,} acknowledged, "
+            f"{check['read']:,} read back, {check['distinct']:,} distinct; "
+            f"{check['acknowledged_missing']} acknowledged missing, {check['duplicated']} "
+            f"duplicated, {check['offset_differs_from_ack']} at another offset: {verdict}"
+        )
+    for row in f["cycles"]:
+        if "error" in row:
+            out.append(f"  round {row['signal']} of broker {row['victim']}: {row['error']}")
+    return out
 
 
 def _clean(value: Any) -> Any:
@@ -366,4 +459,119 @@ def plots(results: dict[str, Any], out_dir: Path) -> list[Path]:
         fig.savefig(path, dpi=100)
         plt.close(fig)
         written.append(path)
+    written += _cluster_plot(results, out_dir, plt, plain)
+    written += _failover_plot(results, out_dir, plt)
     return written
+
+
+def _cluster_plot(results: dict[str, Any], out_dir: Path, plt: Any, plain: Any) -> list[Path]:
+    """cluster.png: per partition count, one broker acks=1 beside three brokers acks=1 and
+    acks=all, each bar the median with the runs' range as an error bar."""
+    c = results.get("cluster")
+    rows = [r for r in (c or {}).get("rows", []) if r.get("runs")]
+    if not c or not rows:
+        return []
+    fig, ax = plt.subplots(figsize=(10, 1.4 + 1.1 * len(rows)), layout="constrained")
+    bar = 0.8 / len(CLUSTER_KINDS)
+    for i, (kind, label) in enumerate(CLUSTER_KINDS):
+        ys, xs, lo, hi = [], [], [], []
+        for j, row in enumerate(rows):
+            runs = [r["MBps"] for r in row["runs"].get(kind, [])]
+            if not runs:
+                continue
+            ys.append(j + i * bar)
+            xs.append(row[kind]["MBps"])
+            lo.append(row[kind]["MBps"] - min(runs))
+            hi.append(max(runs) - row[kind]["MBps"])
+        ax.barh(ys, xs, bar, xerr=[lo, hi], color=f"C{i}", label=label, capsize=2)
+        for y, x, j in zip(ys, xs, range(len(ys)), strict=True):
+            ratio = rows[j].get(f"{kind}_vs_single") if kind != "single" else None
+            text = f"{x:,.0f}" + (f" ({ratio:.2f}×)" if ratio else "")
+            ax.text(x * 1.02 + hi[j], y, text, va="center", fontsize="x-small")
+    socket_limit = results.get("limits", {}).get("socket_write_MBps")
+    if socket_limit:
+        ax.axvline(socket_limit, color="black", linestyle="--", label="limit: socket write")
+    ax.set_yticks([j + bar for j in range(len(rows))], [r["case"] for r in rows])
+    ax.invert_yaxis()
+    ax.xaxis.set_major_formatter(plain)
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.set_xlabel(
+        f"payload MB/s (median of {c['repeats']} runs; bars: their range; × = of 1 broker acks=1)"
+    )
+    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=4)
+    ax.set_title(
+        f"produce to ZooKeeper + {c['brokers']} local brokers, RF={c['replication_factor']}, "
+        f"min.insync.replicas={c['min_insync_replicas']}, beside one broker "
+        f"({results['meta']['client']})\n{results['meta']['machine']}",
+        fontsize="medium",
+    )
+    path = out_dir / "cluster.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return [path]
+
+
+def _failover_plot(results: dict[str, Any], out_dir: Path, plt: Any) -> list[Path]:
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    """failover.png: the CDFs of the seconds from the signal to the first record the new
+    leader acknowledged (SIGKILL, SIGTERM), and to the new leader in ZooKeeper."""
+    f = results.get("failover")
+    if not f:
+        return []
+    curves = [
+        (how, key, style)
+        for how in ("sigkill", "sigterm")
+        for key, style in (("first_ack_by_new_leader", "-"), ("leader_in_zookeeper", ":"))
+        if f.get(how, {}).get(key, {}).get("samples_s")
+    ]
+    if not curves:
+        return []
+    fig, ax = plt.subplots(figsize=(9, 6.5), layout="constrained")
+    labels = {
+        "first_ack_by_new_leader": "first record acknowledged by the new leader",
+        "leader_in_zookeeper": "new leader in ZooKeeper",
+    }
+    for how, key, style in curves:
+        values = sorted(f[how][key]["samples_s"])
+        n = len(values)
+        xs = [values[0], *values]
+        ys = [0.0, *[(i + 1) / n for i in range(n)]]
+        d = f[how][key]
+        ax.step(
+            xs,
+            ys,
+            where="post",
+            linestyle=style,
+            color="C0" if how == "sigkill" else "C1",
+            label=f"{how.upper()}: {labels[key]} (n={n}, p50 {d['p50']:.2f} s, "
+            f"p90 {d['p90']:.2f} s, max {d['max']:.2f} s)",
+        )
+    timeout = f["zookeeper_session_timeout_ms"] / 1000
+    ax.axvline(
+        timeout,
+        color="black",
+        linestyle="--",
+        label=f"zookeeper.session.timeout.ms ({timeout:g} s)",
+    )
+    ax.set_xscale("log")
+    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+    ax.set_xlabel("seconds from the signal to the leader")
+    ax.set_ylabel("share of rounds")
+    ax.set_ylim(0, 1.02)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.13))
+    p = f["producer"]
+    ax.set_title(
+        f"failover: ZooKeeper + {f['brokers']} brokers, RF={f['replication_factor']}, "
+        f"min.insync.replicas={f['min_insync_replicas']}, zookeeper.session.timeout.ms="
+        f"{f['zookeeper_session_timeout_ms']}\nproducer acks=all, idempotent, "
+        f"{p['records_per_s']:,} records/s; {results['meta']['machine']}",
+        fontsize="medium",
+    )
+    path = out_dir / "failover.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return [path]

@@ -3,7 +3,9 @@ step runs once per target (our broker, then each peer) so the figures sit side b
 
 Groups: limits, ceiling (the client against a null sink), produce, consume (from the page
 cache), lag (from offset 0 of a big topic, page cache dropped), latency (at 10/50/80 % of
-the measured maximum), partitions (1,000), connections (1,000), startup."""
+the measured maximum), partitions (1,000), connections (1,000), startup, cluster (acks=all
+on 3 brokers against acks=1 on one) and failover (the leader SIGKILLed 20 times); the last
+two are in cluster.py."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.harness import cost, limits, targets, wire
+from bench.harness import cluster, cost, limits, targets, wire
 from bench.harness.clients import Client, Run
 from bench.harness.nullsink import NullSink
 from bench.harness.progress import Progress
@@ -37,6 +39,8 @@ GROUPS = (
     "partitions",
     "connections",
     "startup",
+    "cluster",
+    "failover",
 )
 QUICK_GROUPS = ("limits", "ceiling", "produce", "consume", "lag", "latency")
 LOADS = (0.1, 0.5, 0.8)
@@ -85,6 +89,9 @@ class Settings:
     connections: int
     many_partitions: int
     startup_partitions: list[int]
+    cluster_bytes: int
+    failover_kills: int
+    failover_terms: int
 
     def records(self, size: int) -> int:
         return max(1000, min(self.max_records, self.bytes_per_run // size))
@@ -120,6 +127,9 @@ def settings(quick: bool, groups: tuple[str, ...], startup_partitions: list[int]
         connections=1000,
         many_partitions=1000,
         startup_partitions=startup_partitions,
+        cluster_bytes=(256 if quick else 2048) * 2**20,
+        failover_kills=2 if quick else 20,
+        failover_terms=1 if quick else 5,
     )
 
 
@@ -156,6 +166,8 @@ class Bench:
         self._progress_total = progress_total
         self.progress: Progress | None = None
         self.workdir = Path(tempfile.mkdtemp(prefix="bench-harness-"))
+        # Run at the end whatever happened (clusters a group started).
+        self.cleanups: list[Callable[[], None]] = []
 
     # --- the plan --------------------------------------------------------------------
 
@@ -202,6 +214,24 @@ class Bench:
         if "startup" in g:
             for n in self.cfg.startup_partitions:
                 steps.append((f"start-up with {n:,} partitions", _bind(self.startup, n)))
+        if "cluster" in g:
+            own = next((st.target.own for st in self.states if st.target.own is not None), None)
+            steps += cluster.ClusterThroughput(
+                self.client,
+                max(1000, self.cfg.cluster_bytes // cluster.THROUGHPUT_SIZE),
+                own,
+                self.results,
+                self.note,
+                self.cleanups,
+            ).steps()
+        if "failover" in g:
+            steps += cluster.Failover(
+                self.cfg.failover_kills,
+                self.cfg.failover_terms,
+                self.results,
+                self.note,
+                self.cleanups,
+            ).steps()
         for st in self.states:
             steps.append((f"{st.target.name}: summary", _bind(self.summary, st)))
         return steps
@@ -213,6 +243,11 @@ class Bench:
         try:
             self._run()
         finally:
+            for cleanup in self.cleanups:
+                try:
+                    cleanup()
+                except Exception as e:
+                    self.note(f"cleanup failed: {type(e).__name__}: {e}")
             shutil.rmtree(self.workdir, ignore_errors=True)
 
     def _run(self) -> None:
