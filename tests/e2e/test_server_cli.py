@@ -5,6 +5,7 @@ config/server.properties gives a broker whose console consumer answers at once."
 from __future__ import annotations
 
 import json
+import resource
 import socket
 import subprocess
 import sys
@@ -31,8 +32,16 @@ def run_server(*args: str, cwd: Path, timeout: float = 30) -> subprocess.Complet
     )
 
 
-def start_server(*args: str, cwd: Path) -> tuple[subprocess.Popen[str], int]:
+def start_server(
+    *args: str, cwd: Path, open_files: int | None = None
+) -> tuple[subprocess.Popen[str], int]:
+    """Starts kafkars-server-start; `open_files` caps RLIMIT_NOFILE (soft and hard)."""
     port = free_port()
+
+    def limit() -> None:
+        if open_files is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, open_files))
+
     ready = cwd / f"ready-{port}.json"
     proc = subprocess.Popen(
         [
@@ -47,6 +56,7 @@ def start_server(*args: str, cwd: Path) -> tuple[subprocess.Popen[str], int]:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        preexec_fn=limit,
     )
     deadline = time.monotonic() + 30
     while not ready.exists():
@@ -222,3 +232,30 @@ def test_recovery_names_the_partition_it_truncated(tmp_path: Path) -> None:
         assert "recovered 1/" in log or "recovered 2/" in log
     finally:
         broker.stop()
+
+
+def test_out_of_file_descriptors_refuses_the_topic_and_keeps_serving(tmp_path: Path) -> None:
+    """A topic whose logs need more files than the process may open is refused with
+    KAFKA_STORAGE_ERROR and leaves nothing behind; the broker goes on serving."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    proc, port = start_server(
+        "--override", f"log.dirs={tmp_path / 'data'}", cwd=tmp_path, open_files=256
+    )
+    try:
+        bootstrap = f"127.0.0.1:{port}"
+        admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+        futures = admin.create_topics([NewTopic("huge", 400, 1)], operation_timeout=30)
+        with pytest.raises(Exception, match="KAFKA_STORAGE_ERROR|open files"):
+            futures["huge"].result(60)
+        assert "huge" not in admin.list_topics(timeout=10).topics
+        # Only directories marked for the asynchronous delete remain.
+        assert all(d.name.endswith("-delete") for d in (tmp_path / "data").glob("huge-*"))
+        admin.create_topics([NewTopic("small", 1, 1)])["small"].result(30)
+        producer = Producer({"bootstrap.servers": bootstrap, "log_level": 0})
+        producer.produce("small", b"still serving")
+        assert producer.flush(30) == 0
+    finally:
+        out = stop_server(proc)
+    assert "Traceback" not in out

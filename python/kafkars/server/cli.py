@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import resource
 import signal
 import threading
 from pathlib import Path
@@ -14,6 +15,18 @@ from kafkars import __version__
 from kafkars.config import ConfigException, KafkaConfig, parse_overrides
 from kafkars.server.kafka_server import KafkaServer
 from kafkars.server.logging_config import LEVELS, LoggingConfigError, configure_logging
+
+
+def raise_open_file_limit() -> None:
+    """The soft limit on open files up to the hard one, as the JVM does for Kafka
+    (MaxFDLimit): a broker holds a file per segment and index of every partition."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == hard:
+        return
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (ValueError, OSError) as e:
+        logging.getLogger("kafkars.server").debug("Open files stay at %d: %s", soft, e)
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -75,6 +88,7 @@ def main(
     except ConfigException as e:
         raise click.ClickException(str(e)) from None
 
+    raise_open_file_limit()
     server = KafkaServer(config)
     stop = threading.Event()
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Protocol
 
+from kafkars import _core
 from kafkars.config import KafkaConfig, LogConfig
 from kafkars.server.dynamic_config import DynamicBrokerConfig
 from kafkars.server.errors import Errors, KafkaError
@@ -88,7 +89,16 @@ class LocalController:
     ) -> TopicMetadata:
         # One broker: every replica list is [this broker] (the handlers checked it).
         topic = self._store.create(name, partitions, 1, configs)
-        self._become_leader(topic)
+        try:
+            self._become_leader(topic)
+        except _core.LogError as e:
+            # Out of file descriptors or disk: no half-made topic stays behind. The logs
+            # go first, which frees what the metadata write needs.
+            self._replica_manager.remove_topic(name)
+            self._store.delete(name)
+            raise KafkaError(
+                Errors.KAFKA_STORAGE_ERROR, f"cannot create the logs of {name}: {e.args[-1]}"
+            ) from None
         log.info("Created topic %s with %d partition(s), id %s", name, partitions, topic.topic_id)
         return topic
 
@@ -101,8 +111,17 @@ class LocalController:
         topic = self._store.get(name)
         if topic is None:
             raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION)
+        before = topic.num_partitions
         self._store.set_partitions(name, count)
-        self._become_leader(topic)
+        try:
+            self._become_leader(topic)
+        except _core.LogError as e:
+            for index in range(before, count):
+                self._replica_manager.remove_partition(name, index)
+            self._store.set_partitions(name, before)
+            raise KafkaError(
+                Errors.KAFKA_STORAGE_ERROR, f"cannot create the logs of {name}: {e.args[-1]}"
+            ) from None
 
     def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
         """Replaces a topic's overrides and applies them to its logs at once."""

@@ -458,7 +458,8 @@ impl LogManager {
         let i = preferred
             .unwrap_or_else(|| self.next_dir.fetch_add(1, Ordering::Relaxed) % self.dirs.len());
         let dir = self.dirs[i].0.path.join(tp.dir_name());
-        let (log, _) = Log::open(
+        let existed = dir.exists();
+        let opened = Log::open(
             &dir,
             tp.clone(),
             config,
@@ -466,7 +467,17 @@ impl LogManager {
             0,
             true,
             Arc::clone(&self.clock),
-        )?;
+        );
+        let (log, _) = match opened {
+            Ok(opened) => opened,
+            Err(e) => {
+                // Out of descriptors or space: leave no half-made log for the next start.
+                if !existed {
+                    let _ = fs::remove_dir_all(&dir);
+                }
+                return Err(e);
+            }
+        };
         fsync_dir(&self.dirs[i].0.path)?;
         logs.insert(tp.clone(), (i, Arc::clone(&log)));
         Ok(log)
