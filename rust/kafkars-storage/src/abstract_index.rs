@@ -3,7 +3,6 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use memmap2::MmapMut;
 
@@ -14,12 +13,13 @@ use crate::error::{IoContext, LogError, Result};
 /// fault in cold pages from the whole file on every lookup.
 const WARM_SECTION_BYTES: usize = 8192;
 
-/// A fixed-entry-size index file mapped into memory.
+/// A fixed-entry-size index file mapped into memory. It keeps no file descriptor open
+/// (the mapping outlives it, as Kafka's indexes close their file once mapped): a broker
+/// with thousands of partitions holds one descriptor per segment, its `.log`. Resizing
+/// and fsync open the file by path for the moment they need it.
 #[derive(Debug)]
 pub(crate) struct AbstractIndex {
     path: PathBuf,
-    /// Shared so the file can be fsynced without holding the log's lock.
-    file: Arc<File>,
     mmap: MmapMut,
     pub(crate) base_offset: i64,
     max_index_size: usize,
@@ -76,6 +76,7 @@ impl AbstractIndex {
             });
         }
         let mmap = map(&file, path)?;
+        drop(file);
         let entries = if exists {
             live_entries(&mmap, (len as usize) / entry_size)
         } else {
@@ -83,7 +84,6 @@ impl AbstractIndex {
         };
         Ok(AbstractIndex {
             path: path.to_path_buf(),
-            file: Arc::new(file),
             mmap,
             base_offset,
             max_index_size,
@@ -139,8 +139,13 @@ impl AbstractIndex {
         if rounded == self.mmap.len() {
             return Ok(false);
         }
-        self.file.set_len(rounded as u64).at(&self.path)?;
-        self.mmap = map(&self.file, &self.path)?;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&self.path)
+            .at(&self.path)?;
+        file.set_len(rounded as u64).at(&self.path)?;
+        self.mmap = map(&file, &self.path)?;
         self.entries = self.entries.min(rounded / self.entry_size);
         Ok(true)
     }
@@ -153,12 +158,6 @@ impl AbstractIndex {
     /// Writes dirty pages back and fsyncs the file.
     pub(crate) fn flush(&self) -> Result<()> {
         self.mmap.flush().at(&self.path)
-    }
-
-    /// A handle for fsync outside the log's lock. On Linux an fsync of the file also
-    /// writes back pages dirtied through a shared mapping.
-    pub(crate) fn file_handle(&self) -> Arc<File> {
-        Arc::clone(&self.file)
     }
 
     pub(crate) fn rename_to(&mut self, path: &Path) -> Result<()> {
@@ -356,6 +355,32 @@ mod tests {
         let idx = OffsetIndex::open(&path, 0, 1024).unwrap();
         assert_eq!(idx.entries(), 10);
         assert_eq!(idx.lookup(55).offset, 50);
+    }
+
+    /// Descriptors of this process open on `path`.
+    fn open_descriptors(path: &std::path::Path) -> usize {
+        std::fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+            .filter(|target| target == path)
+            .count()
+    }
+
+    #[test]
+    fn a_mapped_index_holds_no_descriptor_and_still_resizes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir
+            .path()
+            .canonicalize()
+            .unwrap()
+            .join("00000000000000000000.index");
+        let mut idx = OffsetIndex::open(&path, 0, 1024).unwrap();
+        idx.append(10, 4096).unwrap();
+        assert_eq!(open_descriptors(&path), 0);
+        idx.trim_to_valid_size().unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 8);
+        assert_eq!(open_descriptors(&path), 0);
+        assert_eq!(idx.lookup(15).offset, 10);
     }
 
     #[test]

@@ -45,6 +45,15 @@ pub(crate) fn fsync_dir(dir: &Path) -> Result<()> {
     File::open(dir).and_then(|d| d.sync_all()).at(dir)
 }
 
+/// Fsyncs the file at `path`; one removed or renamed meanwhile needs none.
+pub(crate) fn sync_if_exists(path: &Path) -> Result<()> {
+    match File::open(path) {
+        Ok(f) => f.sync_all().at(path),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(LogError::io(path, e)),
+    }
+}
+
 fn tmp_path(path: &Path) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
     name.push(".tmp");

@@ -11,7 +11,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::checkpoint::fsync_dir;
+use crate::checkpoint::{fsync_dir, sync_if_exists};
 use crate::error::{IoContext, LogError, Result};
 use crate::segment::{
     INDEX_FILE_SUFFIX, LOG_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, segment_file_name,
@@ -215,13 +215,5 @@ fn copy_if_exists(from: &Path, to: &Path) -> Result<()> {
     match fs::copy(from, to) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(LogError::io(from, e)),
         _ => Ok(()),
-    }
-}
-
-fn sync_if_exists(path: &Path) -> Result<()> {
-    match File::open(path) {
-        Ok(f) => f.sync_all().at(path),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(LogError::io(path, e)),
     }
 }

@@ -17,7 +17,7 @@ use kafkars_record::{
     TimestampType, batches, control_record_type, recompress,
 };
 
-use crate::checkpoint::fsync_dir;
+use crate::checkpoint::{fsync_dir, sync_if_exists};
 use crate::config::{Clock, LogConfig, TopicCompression};
 use crate::error::{IoContext, LogError, Result};
 use crate::fetch::{FetchDataInfo, LogOffsetMetadata};
@@ -1162,7 +1162,7 @@ impl Log {
         if offset <= rp {
             return Ok(());
         }
-        let handles: Vec<(PathBuf, Arc<File>)> = {
+        let handles: Vec<(PathBuf, Option<Arc<File>>)> = {
             let guard = self.read_state();
             let st = &guard.0;
             let first = st
@@ -1177,7 +1177,11 @@ impl Log {
             v
         };
         for (path, file) in handles {
-            file.sync_all().at(&path)?;
+            match file {
+                Some(file) => file.sync_all().at(&path)?,
+                // An index renamed or deleted since (a roll, a retention delete) needs none.
+                None => sync_if_exists(&path)?,
+            }
         }
         self.recovery_point.fetch_max(offset, Ordering::AcqRel);
         self.unflushed_messages.store(0, Ordering::Release);

@@ -254,10 +254,6 @@ impl OffsetIndex {
         self.idx.flush()
     }
 
-    pub(crate) fn file_handle(&self) -> std::sync::Arc<std::fs::File> {
-        self.idx.file_handle()
-    }
-
     /// Renames the file (e.g. to add `.deleted`).
     pub fn rename_to(&mut self, path: &Path) -> Result<()> {
         self.idx.rename_to(path)

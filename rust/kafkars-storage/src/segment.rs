@@ -1014,18 +1014,20 @@ impl LogSegment {
         Ok(())
     }
 
-    /// Files to fsync: the `.log` and any opened index. Returned so the caller can
-    /// sync without holding the log's lock.
-    pub fn flush_handles(&self) -> Result<Vec<(PathBuf, Arc<File>)>> {
+    /// Files to fsync: the `.log` (its open handle) and any loaded index (by path: an
+    /// index keeps no descriptor; on Linux an fsync through any descriptor of the file
+    /// writes back the pages its mapping dirtied). Returned so the caller can sync
+    /// without holding the log's lock.
+    pub fn flush_handles(&self) -> Result<Vec<(PathBuf, Option<Arc<File>>)>> {
         let mut out = Vec::with_capacity(3);
         if let Some(f) = self.log_file.get() {
-            out.push((self.log_path.clone(), Arc::clone(f)));
+            out.push((self.log_path.clone(), Some(Arc::clone(f))));
         }
         if let Some(i) = lock(&self.offset_index).as_ref() {
-            out.push((i.path().to_path_buf(), i.file_handle()));
+            out.push((i.path().to_path_buf(), None));
         }
         if let Some(i) = lock(&self.time_index).as_ref() {
-            out.push((i.path().to_path_buf(), i.file_handle()));
+            out.push((i.path().to_path_buf(), None));
         }
         Ok(out)
     }

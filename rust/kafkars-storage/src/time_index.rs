@@ -265,10 +265,6 @@ impl TimeIndex {
         self.idx.flush()
     }
 
-    pub(crate) fn file_handle(&self) -> std::sync::Arc<std::fs::File> {
-        self.idx.file_handle()
-    }
-
     /// Renames the file.
     pub fn rename_to(&mut self, path: &Path) -> Result<()> {
         self.idx.rename_to(path)
