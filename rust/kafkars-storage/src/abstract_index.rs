@@ -4,7 +4,7 @@
 use std::fs::{self, File, OpenOptions};
 use std::path::{Path, PathBuf};
 
-use memmap2::MmapMut;
+use memmap2::{Advice, MmapMut};
 
 use crate::error::{IoContext, LogError, Result};
 
@@ -35,7 +35,12 @@ fn map(file: &File, path: &Path) -> Result<MmapMut> {
     // SAFETY: the mapping is private to this process' index object; the index file is
     // only resized through this object (which remaps), and kafkars owns the log
     // directory under an exclusive lock, so no other writer truncates it underneath.
-    unsafe { MmapMut::map_mut(file) }.at(path)
+    let mmap = unsafe { MmapMut::map_mut(file) }.at(path)?;
+    // Lookups are binary searches and appends touch one page: readahead around a fault
+    // only fills the page cache with the preallocated zero tail, which the next trim
+    // then has to drop again (most of a crash recovery's time, before this).
+    mmap.advise(Advice::Random).at(path)?;
+    Ok(mmap)
 }
 
 impl AbstractIndex {

@@ -36,7 +36,6 @@ pub(crate) struct LoadedSegments {
     pub(crate) segments: BTreeMap<i64, LogSegment>,
     pub(crate) stats: PartitionLoadStats,
     pub(crate) epoch_starts: Vec<(i32, i64)>,
-    pub(crate) recovered: bool,
 }
 
 fn parse_base_offset(name: &str, suffix: &str) -> Option<i64> {
@@ -203,6 +202,5 @@ pub(crate) fn load_segments(
         segments,
         stats,
         epoch_starts,
-        recovered: !had_clean_shutdown,
     })
 }

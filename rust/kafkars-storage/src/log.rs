@@ -294,16 +294,11 @@ fn load_state(
     }
     let mut producer_state = ProducerStateManager::load(dir, log_start, leo)?;
     replay_producer_state(&segments, &mut producer_state, &mut aborted, leo)?;
-    let recovery = if loaded.recovered {
-        // Everything recovered was just validated; make it durable so the
-        // recovery point can move to the end.
-        for seg in segments.values() {
-            seg.flush()?;
-        }
-        leo
-    } else {
-        recovery_point.clamp(log_start, leo)
-    };
+    // Recovery validated what it kept but made none of it durable, and an fsync per
+    // recovered segment made start-up after a crash cost a disk flush per partition. As
+    // in Kafka, the recovery point stays where the checkpoint had it: the next flush moves
+    // it, and a second crash before that scans the same segments again.
+    let recovery = recovery_point.clamp(log_start, leo);
     Ok(LoadedState {
         state: LogState {
             dir: dir.to_path_buf(),

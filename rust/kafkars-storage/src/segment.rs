@@ -805,24 +805,24 @@ impl LogSegment {
             .get_mut()
             .unwrap_or_else(|e| e.into_inner())
             .take();
-        // Indexes are rebuilt from scratch; open fresh ones if the old were unusable.
+        // Indexes are rebuilt from scratch in their existing files (reset below; the trim
+        // at the end cuts whatever stale entries lie past the rebuilt ones). A file that
+        // cannot even be opened is replaced; replacing every one cost a new inode per
+        // segment, which ext4 makes slow to find after many deletes.
+        let (base, max) = (self.base_offset, self.max_index_size);
         let mut offset_index = match offset_index.take() {
             Some(i) => i,
-            None => {
+            None => OffsetIndex::open(&self.offset_index_path, base, max).or_else(|_| {
                 let _ = fs::remove_file(&self.offset_index_path);
-                OffsetIndex::open(
-                    &self.offset_index_path,
-                    self.base_offset,
-                    self.max_index_size,
-                )?
-            }
+                OffsetIndex::open(&self.offset_index_path, base, max)
+            })?,
         };
         let mut time_index = match time_index.take() {
             Some(i) => i,
-            None => {
+            None => TimeIndex::open(&self.time_index_path, base, max).or_else(|_| {
                 let _ = fs::remove_file(&self.time_index_path);
-                TimeIndex::open(&self.time_index_path, self.base_offset, self.max_index_size)?
-            }
+                TimeIndex::open(&self.time_index_path, base, max)
+            })?,
         };
         offset_index.resize_to_max()?;
         time_index.resize_to_max()?;
