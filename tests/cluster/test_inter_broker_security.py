@@ -15,6 +15,8 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
+from kafkars.security.scram import ScramCredential, ScramCredentialStore
+from kafkars.server.kafka_server import CONFIG_STORE_DIR
 from kafkars.testing.cluster import Cluster
 from kafkars.zk import KafkaZkClient
 
@@ -199,3 +201,103 @@ def test_a_wrong_inter_broker_password_is_one_error_not_a_crash(pki: Path) -> No
         leaders = {partition_metadata(cluster, topic, p)[0] for p in followed}
         assert 1 <= len(errors) <= len(leaders), errors
         assert "SASL authentication failed" in errors[0], errors[0]
+
+
+def test_sasl_plaintext_scram_cluster_with_transactions(tmp_path: Path) -> None:
+    """SCRAM-SHA-512 between brokers (the Rust fetchers' SCRAM client, the Python channels'
+    scramp one). SCRAM credentials live in each broker's store, so every broker gets the
+    users before it starts, as Kafka's `kafka-storage format --add-scram` does."""
+    mechanism = "SCRAM-SHA-512"
+    dirs = {i: tmp_path / f"broker-{i}" for i in (1, 2, 3)}
+    for d in dirs.values():
+        store = ScramCredentialStore(d / CONFIG_STORE_DIR / "users")
+        store.upsert("broker", mechanism, ScramCredential.from_password(mechanism, "b-secret"))
+        store.upsert("alice", mechanism, ScramCredential.from_password(mechanism, "a-secret"))
+    config = {
+        "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+        "security.inter.broker.protocol": "SASL_PLAINTEXT",
+        "sasl.enabled.mechanisms": mechanism,
+        "sasl.mechanism.inter.broker.protocol": mechanism,
+        "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": (
+            "org.apache.kafka.common.security.scram.ScramLoginModule required "
+            'username="broker" password="b-secret";'
+        ),
+        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+        "super.users": "User:broker;User:alice",
+    }
+    client = {
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": mechanism,
+        "sasl.username": "alice",
+        "sasl.password": "a-secret",
+    }
+    broker_configs = {i: {"log.dirs": str(d)} for i, d in dirs.items()}
+    with Cluster(3, config=config, broker_configs=broker_configs, client_config=client) as cluster:
+        topic = create_topic(cluster, 3, **{"min.insync.replicas": "3"})
+        # Leaders on different brokers: the coordinator sends markers to remote leaders,
+        # and those verify the transaction with the coordinator, all over SCRAM.
+        producer = Producer(
+            quiet({**connection(cluster), "transactional.id": "scram-txn", "acks": "all"})
+        )
+        producer.init_transactions(30)
+        producer.begin_transaction()
+        for i in range(30):
+            producer.produce(topic, value=b"commit-%d" % i, partition=i % 3)
+        producer.commit_transaction(30)
+        producer.begin_transaction()
+        for i in range(30):
+            producer.produce(topic, value=b"abort-%d" % i, partition=i % 3)
+        producer.abort_transaction(30)
+        assert sorted(consume_all(cluster, topic, 3)) == sorted(b"commit-%d" % i for i in range(30))
+        for p in range(3):
+            assert partition_metadata(cluster, topic, p)[2] == [1, 2, 3]
+        for broker_id in cluster.brokers:
+            assert "cannot authenticate" not in full_log(cluster, broker_id), broker_id
+
+
+def ssl_cluster(pki: Path, **extra: Any) -> Cluster:
+    """SSL only, mutual TLS, with certificates that do not name 127.0.0.1."""
+    config = {
+        "listeners": "SSL://127.0.0.1:0",
+        "security.inter.broker.protocol": "SSL",
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(pki / "nameless-keystore.pem"),
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(pki / "ca.pem"),
+        "ssl.client.auth": "required",
+        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+        # The brokers' principal is their certificate's subject.
+        "super.users": "User:CN=kafkars-broker;User:CN=alice",
+        **extra,
+    }
+    client = {
+        "security.protocol": "SSL",
+        "ssl.ca.location": str(pki / "ca.pem"),
+        "ssl.certificate.location": str(pki / "client.pem"),
+        "ssl.key.location": str(pki / "client.key"),
+        "ssl.endpoint.identification.algorithm": "none",
+    }
+    return Cluster(3, config=config, client_config=client)
+
+
+@pytest.fixture(scope="module")
+def nameless(pki: Path) -> Path:
+    signed(pki, "nameless", "/CN=kafkars-broker", "extendedKeyUsage=serverAuth,clientAuth\n")
+    (pki / "nameless-keystore.pem").write_bytes(
+        (pki / "nameless.key").read_bytes() + (pki / "nameless.pem").read_bytes()
+    )
+    return pki
+
+
+def test_ssl_cluster_checks_host_names_unless_told_not_to(nameless: Path) -> None:
+    # Kafka's default ("https"): a certificate that does not name the broker's host is
+    # refused, so the brokers never hear from the controller.
+    with pytest.raises(TimeoutError), ssl_cluster(nameless):
+        pass
+    with ssl_cluster(nameless, **{"ssl.endpoint.identification.algorithm": ""}) as cluster:
+        topic = create_topic(cluster, 1, **{"min.insync.replicas": "3"})
+        producer = Producer(quiet({**connection(cluster), "acks": "all"}))
+        for i in range(50):
+            producer.produce(topic, value=b"%d" % i)
+        assert producer.flush(30) == 0
+        assert sorted(consume_all(cluster, topic, 1)) == sorted(b"%d" % i for i in range(50))
