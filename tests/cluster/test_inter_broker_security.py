@@ -292,8 +292,15 @@ def nameless(pki: Path) -> Path:
 def test_ssl_cluster_checks_host_names_unless_told_not_to(nameless: Path) -> None:
     # Kafka's default ("https"): a certificate that does not name the broker's host is
     # refused, so the brokers never hear from the controller.
-    with pytest.raises(TimeoutError), ssl_cluster(nameless):
-        pass
+    refused = ssl_cluster(nameless)
+    try:
+        with pytest.raises(TimeoutError):
+            refused.start()
+        logs = "\n".join(full_log(refused, i) for i in refused.brokers)
+        assert "certificate verify failed" in logs
+        assert "IP address mismatch" in logs or "doesn't match" in logs, logs[-2000:]
+    finally:
+        refused.stop()
     with ssl_cluster(nameless, **{"ssl.endpoint.identification.algorithm": ""}) as cluster:
         topic = create_topic(cluster, 1, **{"min.insync.replicas": "3"})
         producer = Producer(quiet({**connection(cluster), "acks": "all"}))

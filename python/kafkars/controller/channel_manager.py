@@ -87,7 +87,12 @@ class _RequestSendThread:
                     continue
                 except ssl.SSLCertVerificationError as e:
                     if not self._refused:
-                        log.error("TLS to broker %s failed; retrying: %s", self.broker_id, e)
+                        log.error(
+                            "Cannot authenticate to broker %s (its certificate: check the "
+                            "inter-broker listener's TLS settings); retrying: %s",
+                            self.broker_id,
+                            e,
+                        )
                         self._refused = True
                     self._close()
                     time.sleep(_RETRY_BACKOFF_S * 10)

@@ -279,9 +279,9 @@ fn run_fetcher(shared: Arc<FetcherShared>, leader: String, config: FetcherConfig
                     }
                     connection = Some(c);
                 }
-                Err(e) if is_authentication_failure(&e) => {
+                Err(e) if is_refusal(&e) => {
                     if !refused {
-                        tracing::error!(%leader, error = %e, "replica fetcher cannot authenticate to the leader (check the inter-broker listener's credentials); retrying");
+                        tracing::error!(%leader, error = %e, "replica fetcher cannot authenticate to the leader (check the inter-broker listener's TLS and SASL settings); retrying");
                         refused = true;
                     }
                     pause(&shared, config.backoff);
@@ -313,9 +313,11 @@ fn run_fetcher(shared: Arc<FetcherShared>, leader: String, config: FetcherConfig
     }
 }
 
-fn is_authentication_failure(e: &std::io::Error) -> bool {
+/// A refused login or TLS handshake (a certificate not trusted or not naming the host):
+/// the settings are wrong, which retrying does not fix.
+fn is_refusal(e: &std::io::Error) -> bool {
     e.get_ref()
-        .is_some_and(|inner| inner.is::<AuthenticationFailed>())
+        .is_some_and(|inner| inner.is::<AuthenticationFailed>() || inner.is::<rustls::Error>())
 }
 
 fn pause(shared: &FetcherShared, backoff: Duration) {
