@@ -288,6 +288,7 @@ class ReplicaFetcherManager:
         partition_max_bytes: int = 1048576,
         backoff_ms: int = 1000,
         socket_timeout_ms: int = 30000,
+        security: dict[str, Any] | None = None,
     ) -> Self: ...
     def add_partitions(
         self, leader_id: int, host: str, port: int, partitions: list[tuple[Partition, int]]

@@ -82,9 +82,13 @@ class Broker:
             self._server.startup()
             self.listeners = self._server.bound_listeners
             self.metrics_port = self._server.metrics_port
-        # Later restarts reuse the port, so clients keep their bootstrap address.
+        # Later restarts reuse the ports, so clients keep their bootstrap address (every
+        # listener keeps its name, and so its security protocol).
         self.port = self.listeners[0][3]
-        self.overrides["listeners"] = f"PLAINTEXT://{self.host}:{self.port}"
+        self.overrides["listeners"] = ",".join(
+            f"{name}://{f'[{host}]' if ':' in host else host}:{port}"
+            for name, _, host, port in self.listeners
+        )
         return self
 
     def _start_child(self) -> None:

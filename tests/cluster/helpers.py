@@ -35,20 +35,26 @@ def running_cluster(brokers: int = 3) -> Iterator[Cluster]:
             print(f"--- broker {broker_id}", *lines[-15:], sep="\n")
 
 
+def connection(cluster: Cluster) -> dict[str, object]:
+    """What a client needs to reach the cluster: its bootstrap servers and, when the
+    listeners are secured, the cluster's client settings."""
+    return {"bootstrap.servers": cluster.bootstrap_servers, **cluster.client_config}
+
+
 def quiet(conf: dict[str, object]) -> dict[str, object]:
     return {**conf, "log_level": 0, "logger": lambda *a: None}
 
 
 def create_topic(cluster: Cluster, partitions: int = 3, rf: int = 3, **configs: str) -> str:
     name = f"t-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient(quiet({"bootstrap.servers": cluster.bootstrap_servers}))
+    admin = AdminClient(quiet(connection(cluster)))
     futures = admin.create_topics([NewTopic(name, partitions, rf, config=configs)])
     futures[name].result(30)
     return name
 
 
 def partition_metadata(cluster: Cluster, topic: str, partition: int) -> tuple[int, list, list]:
-    admin = AdminClient(quiet({"bootstrap.servers": cluster.bootstrap_servers}))
+    admin = AdminClient(quiet(connection(cluster)))
     p = admin.list_topics(topic, timeout=10).topics[topic].partitions[partition]
     return p.leader, sorted(p.replicas), sorted(p.isrs)
 
@@ -69,7 +75,7 @@ def consume_all(cluster: Cluster, topic: str, partitions: int) -> list[bytes]:
     c = Consumer(
         quiet(
             {
-                "bootstrap.servers": cluster.bootstrap_servers,
+                **connection(cluster),
                 "group.id": "unused",
                 "enable.auto.commit": False,
             }
@@ -114,7 +120,7 @@ class Producing:
         p = Producer(
             quiet(
                 {
-                    "bootstrap.servers": cluster.bootstrap_servers,
+                    **connection(cluster),
                     "acks": "all",
                     "enable.idempotence": True,
                     "linger.ms": 5,

@@ -1,18 +1,25 @@
 """Kafka's `ControllerChannelManager`: one connection and send thread per live broker;
-requests to a broker go out in order and are retried until it answers or leaves."""
+requests to a broker go out in order and are retried until it answers or leaves. Every
+connection speaks the inter-broker listener's security protocol (`ClientSecurity`)."""
 
 from __future__ import annotations
 
 import logging
 import queue
 import socket
+import ssl
 import struct
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-from kafkars import _core
+from kafkars.security.client_auth import (
+    PLAINTEXT,
+    AuthenticationError,
+    ClientSecurity,
+    exchange,
+)
 
 log = logging.getLogger("kafkars.controller.ControllerChannelManager")
 
@@ -21,10 +28,19 @@ _RETRY_BACKOFF_S = 0.1
 
 
 class _RequestSendThread:
-    def __init__(self, controller_id: int, broker_id: int, endpoint: tuple[str, int]) -> None:
+    def __init__(
+        self,
+        controller_id: int,
+        broker_id: int,
+        endpoint: tuple[str, int],
+        security: ClientSecurity,
+    ) -> None:
         self.controller_id = controller_id
         self.broker_id = broker_id
         self.endpoint = endpoint
+        self.security = security
+        # A refused login is logged once, not on every retry.
+        self._refused = False
         self.queue: queue.Queue[tuple[int, int, dict[str, Any], Callback | None] | None] = (
             queue.Queue()
         )
@@ -57,6 +73,30 @@ class _RequestSendThread:
             while self._running:
                 try:
                     response = self._call(api_key, version, body)
+                except AuthenticationError as e:
+                    if not self._refused:
+                        log.error(
+                            "Cannot authenticate to broker %s (check the inter-broker "
+                            "listener's credentials); retrying: %s",
+                            self.broker_id,
+                            e,
+                        )
+                        self._refused = True
+                    self._close()
+                    time.sleep(_RETRY_BACKOFF_S * 10)
+                    continue
+                except ssl.SSLCertVerificationError as e:
+                    if not self._refused:
+                        log.error(
+                            "Cannot authenticate to broker %s (its certificate: check the "
+                            "inter-broker listener's TLS settings); retrying: %s",
+                            self.broker_id,
+                            e,
+                        )
+                        self._refused = True
+                    self._close()
+                    time.sleep(_RETRY_BACKOFF_S * 10)
+                    continue
                 except (OSError, struct.error) as e:
                     # The broker is restarting or unreachable: retry until it is removed.
                     log.debug("Request %s to broker %s failed: %s", api_key, self.broker_id, e)
@@ -76,26 +116,20 @@ class _RequestSendThread:
                 break
 
     def _call(self, api_key: int, version: int, body: dict[str, Any]) -> dict[str, Any]:
-        if self._sock is None:
-            self._sock = socket.create_connection(self.endpoint, timeout=30)
-            self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self._correlation += 1
-        codec = _core.protocol
         client_id = f"controller-{self.controller_id}"
-        self._sock.sendall(
-            codec.encode_request(api_key, version, self._correlation, client_id, body)
-        )
-        size = struct.unpack(">i", self._recv(4))[0]
-        return codec.decode_response(api_key, version, self._correlation, self._recv(size))
-
-    def _recv(self, n: int) -> bytes:
-        assert self._sock is not None
-        return _recv_exact(self._sock, n)
+        if self._sock is None:
+            self._sock = self.security.connect(self.endpoint, timeout_s=30, client_id=client_id)
+            if self._refused:
+                log.info("Authenticated to broker %s", self.broker_id)
+                self._refused = False
+        self._correlation += 1
+        return exchange(self._sock, api_key, version, self._correlation, client_id, body)
 
 
 class ControllerChannelManager:
-    def __init__(self, controller_id: int) -> None:
+    def __init__(self, controller_id: int, security: ClientSecurity = PLAINTEXT) -> None:
         self.controller_id = controller_id
+        self.security = security
         self._brokers: dict[int, _RequestSendThread] = {}
         self._lock = threading.Lock()
 
@@ -106,7 +140,9 @@ class ControllerChannelManager:
                 return
             if existing is not None:
                 existing.stop()
-            self._brokers[broker_id] = _RequestSendThread(self.controller_id, broker_id, endpoint)
+            self._brokers[broker_id] = _RequestSendThread(
+                self.controller_id, broker_id, endpoint, self.security
+            )
 
     def remove_broker(self, broker_id: int) -> None:
         with self._lock:
@@ -142,20 +178,10 @@ def call_broker(
     *,
     client_id: str,
     timeout_s: float = 30.0,
+    security: ClientSecurity = PLAINTEXT,
 ) -> dict[str, Any]:
-    """One request on a fresh connection (a broker asking the controller)."""
-    codec = _core.protocol
-    with socket.create_connection(endpoint, timeout=timeout_s) as sock:
-        sock.sendall(codec.encode_request(api_key, version, 1, client_id, body))
-        size = struct.unpack(">i", _recv_exact(sock, 4))[0]
-        return codec.decode_response(api_key, version, 1, _recv_exact(sock, size))
-
-
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
-    out = bytearray()
-    while len(out) < n:
-        chunk = sock.recv(n - len(out))
-        if not chunk:
-            raise ConnectionError("broker closed the connection")
-        out += chunk
-    return bytes(out)
+    """One request on a fresh connection (a broker asking the controller or another
+    broker). A refused login raises AuthenticationError, a failed TLS handshake ssl.SSLError
+    (an OSError)."""
+    with security.connect(endpoint, timeout_s=timeout_s, client_id=client_id) as sock:
+        return exchange(sock, api_key, version, 1, client_id, body)

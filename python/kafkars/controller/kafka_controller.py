@@ -36,6 +36,7 @@ from kafkars.controller.reassignment import (
     leader_after,
     plan,
 )
+from kafkars.security.client_auth import PLAINTEXT, ClientSecurity
 from kafkars.zk.kafka_zk_client import ControllerMovedError, KafkaZkClient
 from kafkars.zk.zk_data import BrokerInfo, LeaderIsrAndControllerEpoch, TopicAssignment
 
@@ -184,6 +185,7 @@ class KafkaController:
         broker_id: int,
         *,
         inter_broker_listener: str,
+        security: ClientSecurity = PLAINTEXT,
         unclean_leader_election: Callable[[str], bool],
         auto_leader_rebalance: bool = False,
         imbalance_percentage: int = 10,
@@ -200,11 +202,12 @@ class KafkaController:
         self.zk = zk
         self.broker_id = broker_id
         self.inter_broker_listener = inter_broker_listener
+        self.security = security
         self._unclean = unclean_leader_election
         self.ctx = ControllerContext()
         self.active = False
         self.active_controller_id = -1
-        self.channel = ControllerChannelManager(broker_id)
+        self.channel = ControllerChannelManager(broker_id, security)
         self.events = ControllerEventManager(self._process)
         self._watched_topics: set[str] = set()
 
@@ -346,7 +349,7 @@ class KafkaController:
         log.info("[Controller id=%s] resigning", self.broker_id)
         self.active = False
         self.channel.shutdown()
-        self.channel = ControllerChannelManager(self.broker_id)
+        self.channel = ControllerChannelManager(self.broker_id, self.security)
         self._watched_topics.clear()
         with contextlib.suppress(Exception):
             self.zk.delete_controller(self.broker_id)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafkars.config.definition import ConfigException
-from kafkars.security.jaas import parse_jaas_config
+from kafkars.security.jaas import JaasEntry, parse_jaas_config
 from kafkars.security.scram import MECHANISMS, ScramCredential, ScramCredentialStore
 
 SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -23,8 +23,13 @@ class AuthenticationFailed(Exception):
     """Wrong credentials or a malformed exchange; the message is safe to send."""
 
 
-def _plain_users(config: Any, listener: str) -> dict[str, str]:
-    name = f"listener.name.{listener.lower()}.plain.sasl.jaas.config"
+def listener_jaas_config(config: Any, listener: str, mechanism: str) -> JaasEntry | None:
+    """The JAAS login module of a listener and mechanism: Kafka's
+    ``listener.name.<l>.<mechanism>.sasl.jaas.config``, else the listener's or the
+    broker's ``sasl.jaas.config``. It holds the users a PLAIN listener accepts
+    (``user_<name>``) and the broker's own login to other brokers (``username``,
+    ``password``)."""
+    name = f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config"
     raw = None
     for layer in (config.dynamic_broker, config.dynamic_default, config.originals):
         if name in layer:
@@ -33,13 +38,20 @@ def _plain_users(config: Any, listener: str) -> dict[str, str]:
     if raw is None:
         raw = config.listener_config(listener, "sasl.jaas.config")
     if raw is None:
+        return None
+    text = raw.value if hasattr(raw, "value") else str(raw)
+    return parse_jaas_config(text, name)
+
+
+def _plain_users(config: Any, listener: str) -> dict[str, str]:
+    entry = listener_jaas_config(config, listener, "PLAIN")
+    if entry is None:
+        name = f"listener.name.{listener.lower()}.plain.sasl.jaas.config"
         raise ConfigException(
             f"Listener {listener} enables PLAIN but has no JAAS configuration: set {name} "
             'to PlainLoginModule required user_<name>="<password>" ...;',
             name=name,
         )
-    text = raw.value if hasattr(raw, "value") else str(raw)
-    entry = parse_jaas_config(text, name)
     return {k[len("user_") :]: v for k, v in entry.options.items() if k.startswith("user_")}
 
 

@@ -19,6 +19,7 @@ from kazoo.exceptions import BadVersionError
 
 from kafkars.controller import KafkaController
 from kafkars.controller.channel_manager import call_broker
+from kafkars.security.client_auth import PLAINTEXT, ClientSecurity
 from kafkars.server.dynamic_config import DynamicBrokerConfig
 from kafkars.server.errors import Errors
 from kafkars.server.replica_manager import ReplicaManager
@@ -38,8 +39,10 @@ class ClusterMember:
         config: DynamicBrokerConfig,
         replica_manager: ReplicaManager,
         cache: ZkMetadataCache,
+        security: ClientSecurity = PLAINTEXT,
     ) -> None:
         self.zk = zk
+        self.security = security
         self.broker_id = broker_id
         self.config = config
         self.replica_manager = replica_manager
@@ -50,6 +53,7 @@ class ClusterMember:
             zk,
             broker_id,
             inter_broker_listener=self.inter_broker_listener,
+            security=security,
             unclean_leader_election=self._unclean_election,
             auto_leader_rebalance=bool(c.get("auto.leader.rebalance.enable")),
             imbalance_percentage=int(c.get("leader.imbalance.per.broker.percentage")),
@@ -323,5 +327,6 @@ def request_controlled_shutdown(
         CONTROLLED_SHUTDOWN_VERSION,
         {"broker_id": broker_id, "broker_epoch": -1},
         client_id=f"broker-{broker_id}",
+        security=cluster.security,
     )
     return int(response["error_code"]), len(response["remaining_partitions"])

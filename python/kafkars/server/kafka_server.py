@@ -34,6 +34,8 @@ from kafkars.coordinator.transaction.transaction_state_manager import (
 )
 from kafkars.log import read_properties
 from kafkars.security.authorizer import build_authorizer
+from kafkars.security.client_auth import PLAINTEXT
+from kafkars.security.inter_broker import fetcher_security, inter_broker_security
 from kafkars.security.sasl import listener_sasl_settings
 from kafkars.security.scram import ScramCredentialStore
 from kafkars.server.cluster import ClusterMember, request_controlled_shutdown
@@ -208,6 +210,10 @@ class KafkaServer:
         )
 
         c = self.config
+        # How this broker connects to the others (its inter-broker listener's protocol);
+        # a broker on its own never does, and needs no inter-broker login.
+        clustered = self.zk_client is not None
+        self.inter_broker_security = inter_broker_security(c) if clustered else PLAINTEXT
         # Threads start only when a partition follows a leader (cluster mode).
         self.replica_fetchers = _core.ReplicaFetcherManager(
             self.broker_id,
@@ -218,6 +224,7 @@ class KafkaServer:
             partition_max_bytes=int(c.get("replica.fetch.max.bytes")),
             backoff_ms=int(c.get("replica.fetch.backoff.ms")),
             socket_timeout_ms=int(c.get("replica.socket.timeout.ms")),
+            security=fetcher_security(c) if clustered else None,
         )
         self.replica_manager = ReplicaManager(
             self.log_manager, self.broker_id, self.delayed_operations, self.replica_fetchers
@@ -235,7 +242,12 @@ class KafkaServer:
             self.metadata_cache = cache
             self.controller = ZkAdmin(zk, cache)
             self.cluster = ClusterMember(
-                zk, self.broker_id, self.dynamic_config, self.replica_manager, cache
+                zk,
+                self.broker_id,
+                self.dynamic_config,
+                self.replica_manager,
+                cache,
+                self.inter_broker_security,
             )
             broker_id = self.broker_id
             allocate_producer_ids = partial(zk.allocate_producer_id_block, broker_id)
@@ -289,7 +301,9 @@ class KafkaServer:
         t = step("group coordinator", t)
         verifier = None
         if self.cluster is not None:
-            verifier = TransactionVerifier(self.broker_id, self._coordinator_endpoint)
+            verifier = TransactionVerifier(
+                self.broker_id, self._coordinator_endpoint, self.inter_broker_security
+            )
             self.cluster.txn_verifier = verifier
         self.txn_marker_writer = TransactionMarkerWriter(
             self.replica_manager,
@@ -297,6 +311,7 @@ class KafkaServer:
             broker_id=self.broker_id,
             leader_endpoint=self._leader_endpoint if self.cluster is not None else None,
             on_marker=verifier.forget if verifier is not None else None,
+            security=self.inter_broker_security,
         )
         self.transaction_state_manager = TransactionStateManager(
             self.dynamic_config, self.metadata_cache, self.controller, self.replica_manager

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from kafkars.controller.channel_manager import call_broker
 from kafkars.coordinator.group.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
+from kafkars.security.client_auth import PLAINTEXT, ClientSecurity
 from kafkars.server.errors import Errors, KafkaError
 from kafkars.server.replica_manager import ReplicaManager
 
@@ -41,11 +42,13 @@ class TransactionMarkerWriter:
         broker_id: int = -1,
         leader_endpoint: Callable[[str, int], tuple[int, tuple[str, int] | None]] | None = None,
         on_marker: Callable[[int, tuple[str, int]], None] | None = None,
+        security: ClientSecurity = PLAINTEXT,
     ) -> None:
         self._on_marker = on_marker
         self._replica_manager = replica_manager
         self._group_coordinator = group_coordinator
         self._broker_id = broker_id
+        self._security = security
         self._leader_endpoint = leader_endpoint
 
     def write_txn_marker(
@@ -146,5 +149,6 @@ class TransactionMarkerWriter:
             WRITE_TXN_MARKERS_VERSION,
             body,
             client_id=f"broker-{self._broker_id}-txn-markers",
+            security=self._security,
         )
         return int(response["markers"][0]["topics"][0]["partitions"][0]["error_code"])

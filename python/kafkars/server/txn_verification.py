@@ -9,6 +9,7 @@ import threading
 from collections.abc import Callable
 
 from kafkars.controller.channel_manager import call_broker
+from kafkars.security.client_auth import PLAINTEXT, ClientSecurity
 from kafkars.server.errors import Errors
 
 ADD_PARTITIONS_TO_TXN, VERIFY_VERSION = 24, 4
@@ -17,8 +18,11 @@ Endpoint = Callable[[str], "tuple[str, int] | None"]
 
 
 class TransactionVerifier:
-    def __init__(self, broker_id: int, coordinator_endpoint: Endpoint) -> None:
+    def __init__(
+        self, broker_id: int, coordinator_endpoint: Endpoint, security: ClientSecurity = PLAINTEXT
+    ) -> None:
         self._broker_id = broker_id
+        self._security = security
         self._coordinator_endpoint = coordinator_endpoint
         self._verified: set[tuple[int, int, str, int]] = set()
         self._lock = threading.Lock()
@@ -52,6 +56,7 @@ class TransactionVerifier:
                 body,
                 client_id=f"broker-{self._broker_id}-txn-verification",
                 timeout_s=10,
+                security=self._security,
             )
         except OSError:
             return Errors.NOT_ENOUGH_REPLICAS  # retriable for the producer

@@ -12,6 +12,10 @@ applies to every broker; `broker_configs` adds settings for some, by broker id (
 broker's `broker.rack`, say):
 
     Cluster(4, broker_configs={i: {"broker.rack": "ab"[i % 2]} for i in range(1, 5)})
+
+When the first listener is not PLAINTEXT, `client_config` gives the client properties
+(`security.protocol`, `ssl.*`, `sasl.*`, as a tool's `--command-config` takes them) the
+cluster's own checks connect with.
 """
 
 from __future__ import annotations
@@ -36,7 +40,9 @@ class Cluster:
         config: dict[str, Any] | None = None,
         broker_configs: dict[int, dict[str, Any]] | None = None,
         zookeeper: ZooKeeperServer | None = None,
+        client_config: dict[str, str] | None = None,
     ) -> None:
+        self.client_config = client_config or {}
         self.size = size
         self._own_zookeeper = zookeeper is None
         self.zookeeper = zookeeper or ZooKeeperServer()
@@ -82,7 +88,9 @@ class Cluster:
         """Waits until every running broker's metadata lists every running broker (the
         controller's UpdateMetadata has reached them all)."""
         from kafkars.controller.channel_manager import call_broker
+        from kafkars.tools.client import client_security
 
+        security = client_security(self.client_config)
         running = {i: b for i, b in self.brokers.items() if b.listeners and b.running}
         deadline = time.monotonic() + timeout
         for broker in running.values():
@@ -90,7 +98,12 @@ class Cluster:
             while True:
                 try:
                     response = call_broker(
-                        (host, port), 3, 12, {"topics": []}, client_id="kafkars-cluster"
+                        (host, port),
+                        3,
+                        12,
+                        {"topics": []},
+                        client_id="kafkars-cluster",
+                        security=security,
                     )
                     if {b["node_id"] for b in response["brokers"]} >= set(running):
                         break

@@ -10,24 +10,28 @@ the user can fix exits 1 with `Error: <what, and where>`.
 
 from __future__ import annotations
 
-import base64
 import concurrent.futures
 import contextlib
-import hashlib
-import hmac
 import logging
 import os
 import socket
 import ssl
-import struct
 import sys
 import time
-from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import click
 
 from kafkars import __version__
+from kafkars.security.client_auth import (
+    SECURITY_PROTOCOLS,
+    AuthenticationError,
+    ClientSecurity,
+    SaslLogin,
+    exchange,
+    tls_context,
+)
 
 # Bounded waits: Kafka's tools without a --timeout give up within this.
 DEFAULT_TIMEOUT_S = 10.0
@@ -291,9 +295,6 @@ def config_source(entry: Any) -> int:
 
 
 # -- the wire protocol, for the APIs confluent-kafka does not expose ----------------------------
-_SASL_HANDSHAKE, _SASL_AUTHENTICATE = 17, 36
-
-
 class WireClient:
     """One connection speaking Kafka requests through kafkars' own codec
     (`kafkars._core.protocol`): DescribeClientQuotas, AlterClientQuotas, OffsetDelete and
@@ -311,20 +312,14 @@ class WireClient:
         timeout_s: float = DEFAULT_TIMEOUT_S,
         config: dict[str, str] | None = None,
     ) -> None:
-        config = config or {}
-        protocol = config.get("security.protocol", "PLAINTEXT").upper()
-        if protocol not in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
-            raise click.ClickException(f"unknown security.protocol {protocol}")
+        security = client_security(config or {})
         try:
-            sock = socket.create_connection((host, port), timeout=timeout_s)
+            self.sock = security.connect((host, port), timeout_s=timeout_s, client_id=_CLIENT_ID)
+        except AuthenticationError as e:
+            raise click.ClickException(str(e)) from None
         except OSError as e:
             raise click.ClickException(f"cannot connect to {host}:{port}: {e}") from None
-        self.sock: socket.socket = sock
         self.correlation = 0
-        if protocol in ("SSL", "SASL_SSL"):
-            self.sock = _tls_context(config).wrap_socket(sock, server_hostname=host)
-        if protocol.startswith("SASL_"):
-            self._authenticate(config)
 
     @classmethod
     def connect(
@@ -335,56 +330,32 @@ class WireClient:
         return cls(host, port, timeout_s, config)
 
     def call(self, api_key: int, version: int, body: dict[str, Any]) -> dict[str, Any]:
-        from kafkars import _core
-
         self.correlation += 1
-        codec = _core.protocol
         try:
-            self.sock.sendall(
-                codec.encode_request(api_key, version, self.correlation, "kafkars-tools", body)
-            )
-            size = struct.unpack(">i", self._recv(4))[0]
-            return codec.decode_response(api_key, version, self.correlation, self._recv(size))
+            return exchange(self.sock, api_key, version, self.correlation, _CLIENT_ID, body)
         except TimeoutError:
             raise click.ClickException(f"timed out waiting for {_broker()}") from None
         except OSError as e:
             raise click.ClickException(f"lost the connection to the broker: {e}") from None
 
-    def _recv(self, n: int) -> bytes:
-        out = b""
-        while len(out) < n:
-            chunk = self.sock.recv(n - len(out))
-            if not chunk:
-                raise click.ClickException("the broker closed the connection")
-            out += chunk
-        return out
-
-    def _authenticate(self, config: dict[str, str]) -> None:
-        mechanism = config.get("sasl.mechanism", config.get("sasl.mechanisms", "GSSAPI")).upper()
-        user, password = sasl_credentials(config)
-        if mechanism == "PLAIN":
-            exchange: Any = iter([f"\0{user}\0{password}".encode()])
-        elif mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
-            exchange = ScramClient(mechanism, user, password)
-        else:
-            raise click.ClickException(f"sasl.mechanism {mechanism} is not supported here")
-        shake = self.call(_SASL_HANDSHAKE, 1, {"mechanism": mechanism})
-        if shake["error_code"]:
-            raise click.ClickException(
-                f"the broker does not take SASL {mechanism} (it takes "
-                f"{', '.join(shake['mechanisms'] or [])})"
-            )
-        token = next(exchange)
-        while token is not None:
-            reply = self.call(_SASL_AUTHENTICATE, 1, {"auth_bytes": token})
-            if reply["error_code"]:
-                raise click.ClickException(
-                    f"SASL authentication failed: {reply['error_message'] or 'refused'}"
-                )
-            token = exchange.send(reply["auth_bytes"]) if hasattr(exchange, "send") else None
-
     def close(self) -> None:
         self.sock.close()
+
+
+_CLIENT_ID = "kafkars-tools"
+
+
+def client_security(config: dict[str, str]) -> ClientSecurity:
+    """A tool's client properties as the connection settings `WireClient` opens with."""
+    protocol = config.get("security.protocol", "PLAINTEXT").upper()
+    if protocol not in SECURITY_PROTOCOLS:
+        raise click.ClickException(f"unknown security.protocol {protocol}")
+    tls = _tls_context(config) if protocol in ("SSL", "SASL_SSL") else None
+    sasl = None
+    if protocol.startswith("SASL_"):
+        mechanism = config.get("sasl.mechanism", config.get("sasl.mechanisms", "GSSAPI")).upper()
+        sasl = SaslLogin(mechanism, *sasl_credentials(config))
+    return ClientSecurity(protocol, tls, sasl)
 
 
 def sasl_credentials(config: dict[str, Any]) -> tuple[str, str]:
@@ -422,12 +393,12 @@ def librdkafka_config(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def _tls_context(config: dict[str, str]) -> ssl.SSLContext:
-    context = ssl.create_default_context(cafile=config.get("ssl.ca.location"))
-    if config.get("enable.ssl.certificate.verification", "true").lower() == "false":
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    elif config.get("ssl.endpoint.identification.algorithm", "https").lower() in ("", "none"):
-        context.check_hostname = False
+    context = tls_context(
+        cafile=config.get("ssl.ca.location"),
+        verify=config.get("enable.ssl.certificate.verification", "true").lower() != "false",
+        check_hostname=config.get("ssl.endpoint.identification.algorithm", "https").lower()
+        not in ("", "none"),
+    )
     if "ssl.certificate.location" in config:
         context.load_cert_chain(
             config["ssl.certificate.location"],
@@ -435,51 +406,3 @@ def _tls_context(config: dict[str, str]) -> ssl.SSLContext:
             config.get("ssl.key.password"),
         )
     return context
-
-
-class ScramClient:
-    """The client side of SCRAM (RFC 5802, RFC 7677) as a generator: it yields each
-    message to send and is sent each server reply; the last reply is verified."""
-
-    def __init__(self, mechanism: str, user: str, password: str) -> None:
-        self.hash = "sha256" if mechanism.endswith("256") else "sha512"
-        self.user, self.password = user, password
-        self._steps = self._run()
-
-    def __iter__(self) -> ScramClient:
-        return self
-
-    def __next__(self) -> bytes | None:
-        return next(self._steps)
-
-    def send(self, reply: bytes) -> bytes | None:
-        return self._steps.send(reply)
-
-    def _hmac(self, key: bytes, data: bytes) -> bytes:
-        return hmac.new(key, data, self.hash).digest()
-
-    def _run(self) -> Generator[bytes | None, bytes, None]:
-        name = self.user.replace("=", "=3D").replace(",", "=2C")
-        nonce = base64.b64encode(os.urandom(24)).decode()
-        first_bare = f"n={name},r={nonce}"
-        server_first = (yield f"n,,{first_bare}".encode()).decode()
-        fields = dict(item.split("=", 1) for item in server_first.split(",") if "=" in item)
-        if "e" in fields:
-            raise click.ClickException(f"SASL authentication failed: {fields['e']}")
-        if not fields.get("r", "").startswith(nonce):
-            raise click.ClickException("SASL authentication failed: the server's nonce is wrong")
-        salted = hashlib.pbkdf2_hmac(
-            self.hash, self.password.encode(), base64.b64decode(fields["s"]), int(fields["i"])
-        )
-        client_key = self._hmac(salted, b"Client Key")
-        stored_key = hashlib.new(self.hash, client_key).digest()
-        without_proof = f"c=biws,r={fields['r']}"
-        auth_message = f"{first_bare},{server_first},{without_proof}".encode()
-        signature = self._hmac(stored_key, auth_message)
-        proof = bytes(a ^ b for a, b in zip(client_key, signature, strict=True))
-        final = f"{without_proof},p={base64.b64encode(proof).decode()}"
-        server_final = (yield final.encode()).decode()
-        expected = self._hmac(self._hmac(salted, b"Server Key"), auth_message)
-        if server_final != f"v={base64.b64encode(expected).decode()}":
-            raise click.ClickException("SASL authentication failed: the server's proof is wrong")
-        yield None

@@ -6,6 +6,10 @@
 //! it (OffsetForLeaderEpoch, KIP-101), then fetches from its log end with
 //! `replica_id = broker.id`, appends the leader's batches as they are and takes the
 //! leader's high watermark. Python only says which partitions follow which leader.
+//!
+//! The connection speaks the inter-broker listener's security protocol: TLS for SSL and
+//! SASL_SSL, and a SASL login (SaslHandshake, SaslAuthenticate) before the first request
+//! for SASL_*.
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -23,18 +27,22 @@ use kafka_protocol::messages::offset_for_leader_epoch_request::{
 };
 use kafka_protocol::messages::{
     ApiKey, BrokerId, FetchRequest, OffsetForLeaderEpochRequest, RequestKind, ResponseKind,
-    TopicName,
+    SaslAuthenticateRequest, SaslHandshakeRequest, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use kafkars_record::{LOG_OVERHEAD, RECORD_BATCH_OVERHEAD};
 use kafkars_storage::{Partition, TopicPartition};
 use pyo3::prelude::*;
 
+use crate::inter_broker::{BrokerStream, InterBrokerSecurity, PyInterBrokerSecurity};
 use crate::partition::PyPartition;
 use crate::protocol::client::{frame_request, parse_response};
+use crate::sasl_client::{SaslClient, SaslLogin};
 
 const FETCH_VERSION: i16 = 11;
 const OFFSET_FOR_LEADER_EPOCH_VERSION: i16 = 3;
+const SASL_HANDSHAKE_VERSION: i16 = 1;
+const SASL_AUTHENTICATE_VERSION: i16 = 2;
 /// Largest response a fetcher accepts (a fetch asks for at most `max_bytes` plus one
 /// batch per partition; anything bigger is a broken peer).
 const MAX_RESPONSE: usize = 256 * 1024 * 1024;
@@ -53,6 +61,7 @@ struct FetcherConfig {
     partition_max_bytes: i32,
     backoff: Duration,
     socket_timeout: Duration,
+    security: InterBrokerSecurity,
 }
 
 #[derive(Debug, Clone)]
@@ -100,9 +109,29 @@ fn whole_batches(records: &[u8]) -> usize {
     pos
 }
 
+/// A connection the leader refused to authenticate: retrying will not help until the
+/// broker's credentials change, so it is logged once as an error, not on every retry.
+#[derive(Debug)]
+struct AuthenticationFailed(String);
+
+impl std::fmt::Display for AuthenticationFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for AuthenticationFailed {}
+
+fn authentication_failed(message: String) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::PermissionDenied,
+        AuthenticationFailed(message),
+    )
+}
+
 /// One connection to a leader and the request/response exchange on it.
 struct LeaderConnection {
-    stream: TcpStream,
+    stream: BrokerStream,
     correlation_id: i32,
     client_id: String,
 }
@@ -112,15 +141,70 @@ impl LeaderConnection {
         let addr = address.to_socket_addrs()?.next().ok_or_else(|| {
             std::io::Error::new(std::io::ErrorKind::NotFound, "no address for the leader")
         })?;
-        let stream = TcpStream::connect_timeout(&addr, config.socket_timeout)?;
-        stream.set_nodelay(true)?;
-        stream.set_read_timeout(Some(config.socket_timeout))?;
-        stream.set_write_timeout(Some(config.socket_timeout))?;
-        Ok(Self {
-            stream,
+        let socket = TcpStream::connect_timeout(&addr, config.socket_timeout)?;
+        socket.set_nodelay(true)?;
+        socket.set_read_timeout(Some(config.socket_timeout))?;
+        socket.set_write_timeout(Some(config.socket_timeout))?;
+        let host = address.rsplit_once(':').map_or(address, |(h, _)| h);
+        let mut connection = Self {
+            stream: BrokerStream::new(socket, host, config.security.tls.as_ref())?,
             correlation_id: 0,
             client_id: format!("broker-{}-fetcher", config.broker_id),
-        })
+        };
+        if let Some(login) = &config.security.sasl {
+            connection.authenticate(login)?;
+        }
+        Ok(connection)
+    }
+
+    /// SaslHandshake, then SaslAuthenticate rounds until the mechanism is done.
+    fn authenticate(&mut self, login: &SaslLogin) -> std::io::Result<()> {
+        let handshake = SaslHandshakeRequest::default()
+            .with_mechanism(StrBytes::from_string(login.mechanism.clone()));
+        let ResponseKind::SaslHandshake(response) = self.call(
+            RequestKind::SaslHandshake(handshake),
+            ApiKey::SaslHandshake,
+            SASL_HANDSHAKE_VERSION,
+        )?
+        else {
+            unreachable!("parse_response decodes the API asked for")
+        };
+        if response.error_code != 0 {
+            let offered: Vec<String> = response.mechanisms.iter().map(|m| m.to_string()).collect();
+            return Err(authentication_failed(format!(
+                "the leader does not take SASL {} (sasl.mechanism.inter.broker.protocol); it \
+                 takes {}",
+                login.mechanism,
+                offered.join(", ")
+            )));
+        }
+        let mut client = SaslClient::new(login).map_err(authentication_failed)?;
+        let mut token = client.first();
+        loop {
+            let request = SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from(token));
+            let ResponseKind::SaslAuthenticate(response) = self.call(
+                RequestKind::SaslAuthenticate(request),
+                ApiKey::SaslAuthenticate,
+                SASL_AUTHENTICATE_VERSION,
+            )?
+            else {
+                unreachable!("parse_response decodes the API asked for")
+            };
+            if response.error_code != 0 {
+                let message = response.error_message.map(|m| m.to_string());
+                return Err(authentication_failed(format!(
+                    "SASL authentication failed ({} as {}): {}",
+                    login.mechanism,
+                    login.username,
+                    message.as_deref().unwrap_or("refused")
+                )));
+            }
+            match client.next(&response.auth_bytes) {
+                Ok(Some(next)) => token = next,
+                Ok(None) => return Ok(()),
+                Err(e) => return Err(authentication_failed(e)),
+            }
+        }
     }
 
     fn call(
@@ -140,6 +224,7 @@ impl LeaderConnection {
         )
         .map_err(|e| invalid(e.to_string()))?;
         self.stream.write_all(&frame)?;
+        self.stream.flush()?;
         let mut size = [0u8; 4];
         self.stream.read_exact(&mut size)?;
         let size = usize::try_from(i32::from_be_bytes(size))
@@ -165,6 +250,8 @@ impl LeaderConnection {
 /// The fetch loop of one thread: see the module docs.
 fn run_fetcher(shared: Arc<FetcherShared>, leader: String, config: FetcherConfig) {
     let mut connection: Option<LeaderConnection> = None;
+    // An authentication failure is logged once, until a connection succeeds again.
+    let mut refused = false;
     while !shared.stop.load(Ordering::Acquire) {
         let now = Instant::now();
         let ready: Vec<(TopicPartition, PartitionFetchState)> = {
@@ -185,7 +272,21 @@ fn run_fetcher(shared: Arc<FetcherShared>, leader: String, config: FetcherConfig
         };
         if connection.is_none() {
             match LeaderConnection::connect(&leader, &config) {
-                Ok(c) => connection = Some(c),
+                Ok(c) => {
+                    if refused {
+                        tracing::info!(%leader, "authenticated to the leader");
+                        refused = false;
+                    }
+                    connection = Some(c);
+                }
+                Err(e) if is_refusal(&e) => {
+                    if !refused {
+                        tracing::error!(%leader, error = %e, "replica fetcher cannot authenticate to the leader (check the inter-broker listener's TLS and SASL settings); retrying");
+                        refused = true;
+                    }
+                    pause(&shared, config.backoff);
+                    continue;
+                }
                 Err(e) => {
                     tracing::warn!(%leader, error = %e, "replica fetcher cannot reach the leader");
                     pause(&shared, config.backoff);
@@ -210,6 +311,13 @@ fn run_fetcher(shared: Arc<FetcherShared>, leader: String, config: FetcherConfig
             pause(&shared, config.backoff);
         }
     }
+}
+
+/// A refused login or TLS handshake (a certificate not trusted or not naming the host):
+/// the settings are wrong, which retrying does not fix.
+fn is_refusal(e: &std::io::Error) -> bool {
+    e.get_ref()
+        .is_some_and(|inner| inner.is::<AuthenticationFailed>() || inner.is::<rustls::Error>())
 }
 
 fn pause(shared: &FetcherShared, backoff: Duration) {
@@ -460,7 +568,9 @@ impl ReplicaFetcherManager {
 #[pymethods]
 impl ReplicaFetcherManager {
     #[new]
-    #[pyo3(signature = (broker_id, num_replica_fetchers = 1, max_wait_ms = 500, min_bytes = 1, max_bytes = 10_485_760, partition_max_bytes = 1_048_576, backoff_ms = 1000, socket_timeout_ms = 30_000))]
+    /// `security`: the inter-broker listener's client settings, as
+    /// `kafkars.security.inter_broker.fetcher_security` gives them (None: PLAINTEXT).
+    #[pyo3(signature = (broker_id, num_replica_fetchers = 1, max_wait_ms = 500, min_bytes = 1, max_bytes = 10_485_760, partition_max_bytes = 1_048_576, backoff_ms = 1000, socket_timeout_ms = 30_000, security = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         broker_id: i32,
@@ -471,8 +581,13 @@ impl ReplicaFetcherManager {
         partition_max_bytes: i32,
         backoff_ms: u64,
         socket_timeout_ms: u64,
-    ) -> Self {
-        Self {
+        security: Option<PyInterBrokerSecurity>,
+    ) -> PyResult<Self> {
+        let security = match security {
+            Some(s) => s.resolve()?,
+            None => InterBrokerSecurity::default(),
+        };
+        Ok(Self {
             config: FetcherConfig {
                 broker_id,
                 max_wait_ms,
@@ -484,10 +599,11 @@ impl ReplicaFetcherManager {
                 socket_timeout: Duration::from_millis(
                     socket_timeout_ms.max(max_wait_ms.max(0) as u64 + 5_000),
                 ),
+                security,
             },
             num_fetchers: num_replica_fetchers.max(1),
             fetchers: Mutex::new(HashMap::new()),
-        }
+        })
     }
 
     /// Starts following: each partition fetches from `leader_id` at `host:port`, first
