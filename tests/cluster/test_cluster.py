@@ -4,6 +4,7 @@ shutdown on SIGTERM, controller failover, a returning broker catching up."""
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -477,3 +478,52 @@ def test_rolling_restart_under_load_loses_nothing(cluster: Cluster) -> None:
     values = consume_all(cluster, topic, 1)
     assert len(values) == len(set(values)), "a record was written twice"
     assert set(producing.acked) <= set(values), "an acknowledged record was lost"
+
+
+def test_fetch_from_the_closest_replica() -> None:
+    """KIP-392: with RackAwareReplicaSelector on the brokers, a consumer whose client.rack
+    matches a follower's broker.rack is sent to that follower and reads everything there."""
+    racks = {1: "rack-a", 2: "rack-b", 3: "rack-c"}
+    with Cluster(
+        3,
+        config={
+            "zookeeper.session.timeout.ms": SESSION_TIMEOUT_MS,
+            "replica.selector.class": "org.apache.kafka.common.replica.RackAwareReplicaSelector",
+        },
+        broker_configs={b: {"broker.rack": r} for b, r in racks.items()},
+    ) as cluster:
+        topic = create_topic(cluster, 1)
+        leader, _, _ = partition_metadata(cluster, topic, 0)
+        follower = min(set(racks) - {leader})
+        producer = Producer(quiet({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"}))
+        for i in range(200):
+            producer.produce(topic, value=b"%d" % i, partition=0)
+        assert producer.flush(30) == 0
+        fetching_from: set[int] = set()
+
+        def on_stats(raw: str) -> None:
+            for broker in json.loads(raw)["brokers"].values():
+                if any(tp.startswith(f"{topic}-") for tp in broker.get("toppars", {})):
+                    fetching_from.add(broker["nodeid"])
+
+        consumer = Consumer(
+            quiet(
+                {
+                    "bootstrap.servers": cluster.bootstrap_servers,
+                    "group.id": "unused",
+                    "enable.auto.commit": False,
+                    "client.rack": racks[follower],
+                    "statistics.interval.ms": 200,
+                    "stats_cb": on_stats,
+                }
+            )
+        )
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        values: list[bytes] = []
+        deadline = time.monotonic() + 30
+        while len(values) < 200 and time.monotonic() < deadline:
+            values += [m.value() for m in consumer.consume(100, 0.5) if m.error() is None]
+        consumer.poll(0.5)
+        consumer.close()
+        assert sorted(values) == sorted(b"%d" % i for i in range(200))
+        assert follower in fetching_from and leader != follower, (fetching_from, leader)

@@ -64,6 +64,8 @@ class MetadataCache(Protocol):
 
     def alive_broker_ids(self) -> list[int]: ...
 
+    def alive_broker_racks(self) -> dict[int, str | None]: ...
+
     def offline_replicas(self, topic: str, partition: int) -> list[int]: ...
 
 
@@ -124,6 +126,9 @@ class LocalMetadataCache:
 
     def alive_broker_ids(self) -> list[int]:
         return [self._broker_id]
+
+    def alive_broker_racks(self) -> dict[int, str | None]:
+        return {self._broker_id: self._rack()}
 
     @property
     def controller_id(self) -> int:

@@ -79,6 +79,8 @@ struct FetchPartition {
     target: Result<Arc<Partition>, i16>,
     fetch_offset: i64,
     max_bytes: i32,
+    /// The replica this leader tells the consumer to fetch from instead (KIP-392), or -1.
+    preferred_read_replica: i32,
     /// Where the first read started, for counting new bytes without I/O.
     start: Mutex<Option<LogOffsetMetadata>>,
 }
@@ -92,6 +94,8 @@ struct FetchTopic {
 /// Everything a fetch needs to be read, re-read and answered from any thread.
 struct FetchSpec {
     replica_id: i32,
+    /// A consumer's fetch (v11+) that a follower may serve (KIP-392).
+    from_follower: bool,
     isr_changes: IsrChanges,
     min_bytes: i32,
     max_bytes: i32,
@@ -189,12 +193,31 @@ impl FetchSpec {
                 Err(e) => return failed(e),
             }
         }
-        let limit = i64::from(p.max_bytes).min(remaining).max(0) as u32;
-        let result =
-            match partition.read_records(p.fetch_offset, limit, self.isolation, min_one_message) {
-                Ok(result) => result,
-                Err(e) => return failed(e),
+        if p.preferred_read_replica >= 0 {
+            // Sent elsewhere: no records, the offsets the client needs and where to go.
+            let high_watermark = partition.high_watermark();
+            return PartitionRead {
+                data: PartitionData::default()
+                    .with_partition_index(p.index)
+                    .with_high_watermark(high_watermark)
+                    .with_last_stable_offset(log.last_stable_offset())
+                    .with_log_start_offset(log.log_start_offset())
+                    .with_preferred_read_replica(BrokerId(p.preferred_read_replica))
+                    .with_records(Some(Bytes::new())),
+                slice: None,
             };
+        }
+        let limit = i64::from(p.max_bytes).min(remaining).max(0) as u32;
+        let result = match partition.read_records(
+            p.fetch_offset,
+            limit,
+            self.isolation,
+            min_one_message,
+            self.from_follower,
+        ) {
+            Ok(result) => result,
+            Err(e) => return failed(e),
+        };
         lock(&p.start).get_or_insert(result.info.fetch_offset_metadata);
         let aborted = (self.isolation == FetchIsolation::TxnCommitted).then(|| {
             log.aborted_transactions(p.fetch_offset, result.last_stable_offset)
@@ -233,7 +256,10 @@ impl FetchSpec {
             for p in &topic.partitions {
                 let Ok(partition) = &p.target else { continue };
                 let log = partition.log();
-                if log.is_offline() || log.is_closed() || !partition.is_leader() {
+                if log.is_offline()
+                    || log.is_closed()
+                    || (!partition.is_leader() && !self.from_follower)
+                {
                     return true;
                 }
                 let start = *lock(&p.start);
@@ -431,7 +457,7 @@ pub(crate) struct DelayedOperations {
     pub(crate) inner: Arc<Watchers>,
 }
 
-type PlannedPartition = (i32, Option<Py<PyPartition>>, i16, i64, i32);
+type PlannedPartition = (i32, Option<Py<PyPartition>>, i16, i64, i32, i32);
 
 /// One partition of a Produce as Python planned it: `(index, Partition or None,
 /// error_code, error_message, record_errors, records)`; a non-zero code answers the
@@ -496,8 +522,9 @@ impl DelayedOperations {
 
     /// Answers `request` (a Fetch) now, or once `min_bytes` are there or `max_wait_ms`
     /// passes. `topics`: `[(name, topic_id, [(partition_index, Partition | None,
-    /// error_code, fetch_offset, partition_max_bytes)])]` in request order; a partition
-    /// without a handle is answered with its error code. `isolation_level`: 0
+    /// error_code, fetch_offset, partition_max_bytes, preferred_read_replica)])]` in
+    /// request order; a partition without a handle is answered with its error code, one
+    /// with a preferred read replica (>= 0) with no records and that replica (KIP-392). `isolation_level`: 0
     /// read_uncommitted, 1 read_committed; a `replica_id >= 0` is a follower reading to
     /// the log end. `quota(bytes) -> throttle_ms` is called once with the response's
     /// record bytes when given.
@@ -531,12 +558,15 @@ impl DelayedOperations {
                     partitions: partitions
                         .into_iter()
                         .map(
-                            |(index, handle, code, fetch_offset, max_bytes)| FetchPartition {
-                                index,
-                                target: handle.map(|h| Arc::clone(&h.get().inner)).ok_or(code),
-                                fetch_offset,
-                                max_bytes,
-                                start: Mutex::new(None),
+                            |(index, handle, code, fetch_offset, max_bytes, preferred)| {
+                                FetchPartition {
+                                    index,
+                                    target: handle.map(|h| Arc::clone(&h.get().inner)).ok_or(code),
+                                    fetch_offset,
+                                    max_bytes,
+                                    preferred_read_replica: preferred,
+                                    start: Mutex::new(None),
+                                }
                             },
                         )
                         .collect(),
@@ -545,6 +575,7 @@ impl DelayedOperations {
             .collect::<PyResult<Vec<_>>>()?;
         let spec = FetchSpec {
             replica_id,
+            from_follower: replica_id < 0 && request.api_version() >= 11,
             isr_changes: Arc::clone(&self.inner.isr_changes),
             min_bytes,
             max_bytes: if request.api_version() >= 3 {

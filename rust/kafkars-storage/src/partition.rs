@@ -491,16 +491,22 @@ impl Partition {
 
     /// Reads from `fetch_offset` for a fetch. Consumers read only from the leader;
     /// a follower reads up to the log end and has its position recorded first.
+    /// Reads for a fetch. Only the leader serves one, except that a follower may serve a
+    /// consumer (`from_follower`: KIP-392's fetch from the closest replica) up to its
+    /// own high watermark, which the leader's fetch responses move.
     pub fn read_records(
         &self,
         fetch_offset: i64,
         max_bytes: u32,
         isolation: FetchIsolation,
         min_one_message: bool,
+        from_follower: bool,
     ) -> Result<LogReadResult> {
         {
             let st = self.read_state();
-            if st.leader_id != self.local_broker_id {
+            let may_serve = st.leader_id == self.local_broker_id
+                || (from_follower && isolation != FetchIsolation::LogEnd);
+            if !may_serve {
                 return Err(self.not_leader(&st));
             }
         }
@@ -649,7 +655,7 @@ mod tests {
         assert!(p.make_follower(2, 1, vec![1, 2], vec![1, 2]));
         assert!(!p.is_leader());
         assert!(
-            p.read_records(0, 1024, FetchIsolation::HighWatermark, true)
+            p.read_records(0, 1024, FetchIsolation::HighWatermark, true, false)
                 .is_err()
         );
     }

@@ -18,14 +18,43 @@ if TYPE_CHECKING:
 
 READ_COMMITTED = 1
 
-# (partition_index, Partition handle or None, error_code, fetch_offset, partition_max_bytes)
-PlannedPartition = tuple[int, Any, int, int, int]
+# (partition_index, Partition handle or None, error_code, fetch_offset, partition_max_bytes,
+# preferred_read_replica or -1)
+PlannedPartition = tuple[int, Any, int, int, int, int]
+
+# The selector Kafka ships for KIP-392 (`replica.selector.class`); the only one we have.
+RACK_AWARE_REPLICA_SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+
+
+def preferred_read_replica(
+    apis: KafkaApis, handle: Any, fetch_offset: int, client_rack: str
+) -> int:
+    """KIP-392 on the leader: a replica in the consumer's rack that has the offset
+    (Kafka's RackAwareReplicaSelector: the leader itself when it is in that rack, else
+    the caught-up follower there with the most data), or -1 to read here."""
+    racks = apis.metadata_cache.alive_broker_racks()
+    if racks.get(apis.broker_id) == client_rack:
+        return -1
+    isr = set(handle.isr)
+    candidates = [
+        (log_end, replica)
+        for replica, log_end, _ in handle.replica_states
+        if replica in isr and racks.get(replica) == client_rack and log_end >= fetch_offset
+    ]
+    return max(candidates)[1] if candidates else -1
 
 
 def plan_partitions(apis: KafkaApis, request: Any) -> list[tuple[str, Any, list[PlannedPartition]]]:
     """The request's partitions in order, each with its handle or its error code."""
     topics = []
     find = apis.replica_manager.find_partition
+    body = request.body
+    client_rack = body.get("rack_id") or ""
+    select = (
+        bool(client_rack)
+        and body.get("replica_id", -1) < 0
+        and apis.config.get("replica.selector.class") == RACK_AWARE_REPLICA_SELECTOR
+    )
     for t in request.body["topics"]:
         name = t["topic"]
         if request.api_version >= 13:
@@ -41,7 +70,14 @@ def plan_partitions(apis: KafkaApis, request: Any) -> list[tuple[str, Any, list[
                 code = int(Errors.UNKNOWN_TOPIC_ID)
             else:
                 code = int(Errors.UNKNOWN_TOPIC_OR_PARTITION)
-            planned.append((index, handle, code, p["fetch_offset"], p["partition_max_bytes"]))
+            preferred = (
+                preferred_read_replica(apis, handle, p["fetch_offset"], client_rack)
+                if select and handle is not None and handle.is_leader
+                else -1
+            )
+            planned.append(
+                (index, handle, code, p["fetch_offset"], p["partition_max_bytes"], preferred)
+            )
         topics.append((name or "", t["topic_id"], planned))
     return topics
 
