@@ -18,6 +18,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from kafkars.security.client_auth import recv_exact
+
 # What the suites run every broker with (plus their own settings).
 BASE_CONFIG: dict[str, str] = {
     "auto.create.topics.enable": "true",
@@ -243,16 +245,6 @@ def request_header(api_key: int, version: int, correlation_id: int, flexible: bo
     """Request header v1 (or v2 with an empty tagged-field section when flexible)."""
     head = struct.pack(">hhih", api_key, version, correlation_id, 5) + b"chaos"
     return head + (b"\x00" if flexible else b"")
-
-
-def recv_exact(sock: socket.socket, n: int) -> bytes:
-    out = bytearray()
-    while len(out) < n:
-        chunk = sock.recv(n - len(out))
-        if not chunk:
-            raise ConnectionError("closed by the broker")
-        out += chunk
-    return bytes(out)
 
 
 def read_frame(sock: socket.socket) -> bytes:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import socket
 import struct
 
+from kafkars.security.client_auth import recv_exact
+
 API_PRODUCE = 0
 API_FETCH = 1
 API_METADATA = 3
@@ -17,16 +19,6 @@ CLIENT_ID = b"bench"
 
 def frame(payload: bytes) -> bytes:
     return struct.pack(">i", len(payload)) + payload
-
-
-def recv_exact(sock: socket.socket, n: int) -> bytes:
-    out = bytearray()
-    while len(out) < n:
-        chunk = sock.recv(n - len(out))
-        if not chunk:
-            raise ConnectionError("connection closed by the peer")
-        out += chunk
-    return bytes(out)
 
 
 def read_frame(sock: socket.socket) -> bytes:

@@ -8,7 +8,6 @@ import json
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,16 +25,10 @@ from .helpers import (
     needs_zookeeper,
     partition_metadata,
     quiet,
-    running_cluster,
     wait_for,
 )
 
 pytestmark = needs_zookeeper
-
-
-@pytest.fixture
-def cluster() -> Iterator[Cluster]:
-    yield from running_cluster()
 
 
 def reassign(
