@@ -50,8 +50,9 @@ LATENCY_LINGER_MS = 1
 # One request per record (linger.ms=0 at a rate where nothing is in flight to batch behind):
 # the broker's per-request cost rather than its bytes.
 UNBATCHED_RATE = 10_000
-# The file descriptors a partition holds open in kafkars (.log, .index, .timeindex).
-FDS_PER_PARTITION = 3
+# The file descriptors a partition holds open in kafkars: its active .log (indexes are
+# mapped and keep none).
+FDS_PER_PARTITION = 1
 
 
 @dataclass(frozen=True)
