@@ -412,3 +412,50 @@ def test_preferred_leader_election(cluster: Cluster) -> None:
     # Unclean election is not needed while a leader lives.
     result = elect(ElectionType.UNCLEAN)
     assert result[tp] is not None and result[tp].code() == KafkaError.ELECTION_NOT_NEEDED
+
+
+def test_send_offsets_when_the_group_and_transaction_coordinators_differ(
+    cluster: Cluster,
+) -> None:
+    """TxnOffsetCommit reaches the group's coordinator, which must ask the transaction's
+    coordinator (another broker here) whether the offsets partition is in the transaction
+    (librdkafka's 0103 do_test_empty_txn)."""
+    from kafkars.coordinator.group.records import partition_for
+
+    topic = create_topic(cluster, 1)
+    tid = f"txn-{uuid.uuid4().hex[:6]}"
+    p = Producer(quiet({"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": tid}))
+    p.init_transactions(30)
+    admin = AdminClient(quiet({"bootstrap.servers": cluster.bootstrap_servers}))
+    # Creates __consumer_offsets; then a group led elsewhere than the transaction.
+    c0 = Consumer(quiet({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "warm-up"}))
+    c0.committed([TopicPartition(topic, 0)], timeout=30)
+    c0.close()
+
+    def leaders(internal: str) -> dict[int, int]:
+        found: dict[int, int] = {}
+
+        def led() -> bool:
+            md = admin.list_topics(internal, timeout=10).topics[internal]
+            found.update({i: part.leader for i, part in md.partitions.items()})
+            return bool(found) and all(leader >= 0 for leader in found.values())
+
+        wait_for(led, 30, f"leaders for {internal}")
+        return found
+
+    txn_leaders, offsets_leaders = leaders("__transaction_state"), leaders("__consumer_offsets")
+    txn_coordinator = txn_leaders[partition_for(tid, len(txn_leaders))]
+    group = next(
+        g
+        for g in (f"g-{i}" for i in range(1000))
+        if offsets_leaders[partition_for(g, len(offsets_leaders))] != txn_coordinator
+    )
+
+    p.begin_transaction()
+    p.produce(topic, value=b"v", partition=0)
+    c = Consumer(quiet({"bootstrap.servers": cluster.bootstrap_servers, "group.id": group}))
+    p.send_offsets_to_transaction([TopicPartition(topic, 0, 7)], c.consumer_group_metadata(), 30)
+    p.commit_transaction(30)
+    committed = c.committed([TopicPartition(topic, 0)], timeout=30)
+    c.close()
+    assert committed[0].offset == 7
