@@ -47,7 +47,12 @@ if [ -n "${CLUSTER:-}" ]; then
     --override group.min.session.timeout.ms=1000 --override group.initial.rebalance.delay.ms=0 \
     --override transaction.max.timeout.ms=900000 > "$DATA/cluster.log" 2>&1 &
   BROKER=$!
-  trap 'kill -INT $BROKER 2>/dev/null; wait $BROKER 2>/dev/null; [ -n "${KEEP_LOGS:-}" ] || rm -rf "$DATA"' EXIT
+  # Stopping the cluster removes the brokers' data: KEEP_LOGS=1 copies their logs first.
+  keep_broker_logs() {
+    sed -n 's/^broker \([0-9]*\): .*, data in \(.*\)$/\1 \2/p' "$DATA/cluster.log" |
+      while read -r id dir; do cp "$dir/.kafkars-server.log" "$DATA/broker-$id.log" 2>/dev/null || true; done
+  }
+  trap '[ -z "${KEEP_LOGS:-}" ] || keep_broker_logs; kill -INT $BROKER 2>/dev/null; wait $BROKER 2>/dev/null; [ -n "${KEEP_LOGS:-}" ] || rm -rf "$DATA"' EXIT
   for _ in $(seq 600); do grep -q '^bootstrap.servers' "$DATA/cluster.log" 2>/dev/null && break; sleep 0.1; done
   BOOTSTRAP=$(sed -n 's/^bootstrap.servers: *//p' "$DATA/cluster.log")
 else
@@ -83,3 +88,4 @@ for t in $TESTS; do
   fi
 done
 echo "$pass passed, $fail failed"
+[ -z "${KEEP_LOGS:-}" ] || echo "logs in $DATA"
