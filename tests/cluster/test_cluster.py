@@ -459,3 +459,24 @@ def test_send_offsets_when_the_group_and_transaction_coordinators_differ(
     committed = c.committed([TopicPartition(topic, 0)], timeout=30)
     c.close()
     assert committed[0].offset == 7
+
+
+def test_create_partitions_with_a_replica_assignment(cluster: Cluster) -> None:
+    """New partitions get the replicas the request names (librdkafka's 0081)."""
+    from confluent_kafka.admin import NewPartitions
+
+    topic = create_topic(cluster, 1, rf=2)
+    admin = AdminClient(quiet({"bootstrap.servers": cluster.bootstrap_servers}))
+    bad = admin.create_partitions([NewPartitions(topic, 2, replica_assignment=[[1, 2, 3]])])
+    with pytest.raises(Exception, match="INVALID_REPLICA_ASSIGNMENT"):
+        bad[topic].result(30)
+    admin.create_partitions([NewPartitions(topic, 3, replica_assignment=[[3, 1], [2, 3]])])[
+        topic
+    ].result(30)
+
+    def replicas() -> dict[int, list[int]]:
+        md = admin.list_topics(topic, timeout=10).topics[topic]
+        return {i: list(p.replicas) for i, p in md.partitions.items()}
+
+    wait_for(lambda: len(replicas()) == 3, 30, "three partitions")
+    assert replicas()[1] == [3, 1] and replicas()[2] == [2, 3]

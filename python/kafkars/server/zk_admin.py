@@ -81,16 +81,24 @@ class ZkAdmin:
         while self.cache.get(name) is not None and time.monotonic() < deadline:
             time.sleep(0.02)
 
-    def add_partitions(self, name: str, count: int) -> None:
+    def add_partitions(
+        self, name: str, count: int, *, assignments: list[list[int]] | None = None
+    ) -> None:
         current = self.zk.get_topic_assignment(name)
         existing = len(current.partitions)
         factor = len(current.partitions[0])
-        try:
-            added = assign_replicas(
-                self.cache.alive_broker_ids(), count - existing, factor, start_partition=existing
-            )
-        except ValueError as e:
-            raise KafkaError(Errors.INVALID_REPLICATION_FACTOR, str(e)) from None
+        if assignments:
+            added = {existing + i: list(replicas) for i, replicas in enumerate(assignments)}
+        else:
+            try:
+                added = assign_replicas(
+                    self.cache.alive_broker_ids(),
+                    count - existing,
+                    factor,
+                    start_partition=existing,
+                )
+            except ValueError as e:
+                raise KafkaError(Errors.INVALID_REPLICATION_FACTOR, str(e)) from None
         self.zk.set_topic_assignment(
             name, TopicAssignment(current.topic_id, {**current.partitions, **added})
         )
