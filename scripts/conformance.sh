@@ -45,7 +45,9 @@ if [ -n "${CLUSTER:-}" ]; then
   "$PY" -m kafkars.testing.cluster -n "$CLUSTER" \
     --override auto.create.topics.enable=true --override num.partitions=4 \
     --override group.min.session.timeout.ms=1000 --override group.initial.rebalance.delay.ms=0 \
-    --override transaction.max.timeout.ms=900000 > "$DATA/cluster.log" 2>&1 &
+    --override transaction.max.timeout.ms=900000 \
+    --override authorizer.class.name=kafka.security.authorizer.AclAuthorizer \
+    --override allow.everyone.if.no.acl.found=true > "$DATA/cluster.log" 2>&1 &
   BROKER=$!
   # Stopping the cluster removes the brokers' data: KEEP_LOGS=1 copies their logs first.
   keep_broker_logs() {
