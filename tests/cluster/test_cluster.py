@@ -25,7 +25,13 @@ SESSION_TIMEOUT_MS = 6000
 
 @pytest.fixture
 def cluster() -> Iterator[Cluster]:
-    with Cluster(3, config={"zookeeper.session.timeout.ms": SESSION_TIMEOUT_MS}) as c:
+    config = {
+        "zookeeper.session.timeout.ms": SESSION_TIMEOUT_MS,
+        # ACLs matter only where a test creates some.
+        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+        "allow.everyone.if.no.acl.found": True,
+    }
+    with Cluster(3, config=config) as c:
         yield c
         # Shown by pytest only when the test failed: what each broker complained about.
         for broker_id, broker in c.brokers.items():
@@ -480,3 +486,56 @@ def test_create_partitions_with_a_replica_assignment(cluster: Cluster) -> None:
 
     wait_for(lambda: len(replicas()) == 3, 30, "three partitions")
     assert replicas()[1] == [3, 1] and replicas()[2] == [2, 3]
+
+
+def test_acls_are_the_clusters(cluster: Cluster) -> None:
+    """An ACL created through one broker (the controller, where librdkafka sends
+    CreateAcls) holds on every broker (librdkafka's 0115 and 0119)."""
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    topic = create_topic(cluster, 3)
+    admin = AdminClient(quiet({"bootstrap.servers": cluster.bootstrap_servers}))
+    deny = AclBinding(
+        ResourceType.TOPIC,
+        topic,
+        ResourcePatternType.LITERAL,
+        "User:*",
+        "*",
+        AclOperation.ALL,
+        AclPermissionType.DENY,
+    )
+    admin.create_acls([deny])[deny].result(30)
+
+    def topic_error(broker_id: int) -> int:
+        # Metadata asked of this very broker (kafka-python's encoding over one socket):
+        # clients would route a request to whichever broker they like.
+        import socket
+        import struct
+
+        from kafka.protocol.metadata import MetadataRequest, MetadataResponse
+
+        host, port = cluster.brokers[broker_id].bootstrap_servers.rsplit(":", 1)
+        request = MetadataRequest(
+            version=8,
+            topics=[MetadataRequest.MetadataRequestTopic(version=8, name=topic)],
+            allow_auto_topic_creation=False,
+        )
+        request.with_header(correlation_id=1, client_id="acl-test")
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            sock.sendall(bytes(request.encode(version=8, header=True, framed=True)))
+            reader = sock.makefile("rb")
+            frame = reader.read(struct.unpack(">i", reader.read(4))[0])
+        return int(MetadataResponse.decode(frame, version=8, header=True).topics[0].error_code)
+
+    for broker_id in cluster.brokers:
+        wait_for(
+            lambda b=broker_id: topic_error(b) == KafkaError.TOPIC_AUTHORIZATION_FAILED,
+            10,
+            f"broker {broker_id} to refuse the topic",
+        )
