@@ -73,7 +73,9 @@ for _ in $(seq 300); do [ -f "$DATA/ready.json" ] && break; sleep 0.1; done
 fi
 
 cd "$CACHE/src/tests"
-printf 'bootstrap.servers=%s\nbroker.address.family=v4\n' "$BOOTSTRAP" > test.conf
+# The run's own client config, so runs against different brokers can share the build.
+printf 'bootstrap.servers=%s\nbroker.address.family=v4\n' "$BOOTSTRAP" > "$DATA/test.conf"
+export RDKAFKA_TEST_CONF=$DATA/test.conf
 export LD_LIBRARY_PATH=../src:../src-cpp TEST_KAFKA_VERSION=3.9.0
 # Tests that run Kafka's CLI (kafka-topics.sh, kafka-acls.sh) get ours through shims.
 export KAFKA_PATH=$ROOT/conformance/kafka-bin BROKERS=$BOOTSTRAP
