@@ -174,6 +174,7 @@ class AclAuthorizer:
         self._lock = threading.Lock()
         self._acls: set[AclBinding] = set()
         self._store: ZkAclStore | None = None
+        self._reload_lock = threading.Lock()
         if path.exists():
             for entry in json.loads(path.read_text())["acls"]:
                 self._acls.add(
@@ -197,9 +198,12 @@ class AclAuthorizer:
 
     def reload(self) -> None:
         assert self._store is not None
-        acls = self._store.load()
-        with self._lock:
-            self._acls = acls
+        # One at a time: a read that started before a change must not land after one
+        # that started after it.
+        with self._reload_lock:
+            acls = self._store.load()
+            with self._lock:
+                self._acls = acls
 
     def _save(self) -> None:
         rows = [

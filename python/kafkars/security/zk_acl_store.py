@@ -4,6 +4,7 @@ so every broker authorizes with the same ACLs whichever broker created them."""
 from __future__ import annotations
 
 import itertools
+import logging
 from collections.abc import Callable
 from functools import partial
 
@@ -15,6 +16,8 @@ from kafkars.security.authorizer import (
     ResourceType,
 )
 from kafkars.zk.kafka_zk_client import KafkaZkClient
+
+log = logging.getLogger("kafka.authorizer.logger")
 
 
 def _java_name(member: str) -> str:
@@ -58,8 +61,8 @@ class ZkAclStore:
         out: set[AclBinding] = set()
         for (pattern, rtype, name), entries in self.zk.get_all_acls().items():
             for e in entries:
-                out.add(
-                    AclBinding(
+                try:
+                    binding = AclBinding(
                         _RESOURCE_TYPES[rtype],
                         name,
                         PatternType[pattern],
@@ -68,7 +71,10 @@ class ZkAclStore:
                         _OPERATIONS[e["operation"]],
                         _PERMISSIONS[e["permissionType"]],
                     )
-                )
+                except KeyError as missing:
+                    log.warning("Skipping an unreadable ACL of %s %s: %s", rtype, name, missing)
+                    continue
+                out.add(binding)
         return out
 
     def add(self, bindings: list[AclBinding]) -> None:
