@@ -25,6 +25,8 @@ from kafkars.zk.zk_data import BrokerInfo, LeaderIsrAndControllerEpoch, TopicAss
 log = logging.getLogger("kafkars.zk.KafkaZkClient")
 
 Watch = Callable[[Any], None]
+# How long change notifications stay (Kafka's ZkNodeChangeNotificationListener).
+_NOTIFICATION_EXPIRY_MS = 15 * 60 * 1000
 
 
 class ControllerMovedError(Exception):
@@ -287,6 +289,16 @@ class KafkaZkClient:
             sequence=True,
             makepath=True,
         )
+        self._purge_old_notifications(changes)
+
+    def _purge_old_notifications(self, path: str) -> None:
+        """Notifications older than Kafka's 15 minutes have reached every live broker."""
+        cutoff_ms = time.time() * 1000 - _NOTIFICATION_EXPIRY_MS
+        for child in self.zk.get_children(path):
+            with contextlib.suppress(NoNodeError):
+                stat = self.zk.exists(f"{path}/{child}")
+                if stat is not None and stat.ctime < cutoff_ms:
+                    self.zk.delete(f"{path}/{child}")
 
     def watch_acl_changes(self, callback: Callable[[], None]) -> None:
         """Calls `callback` (off kazoo's thread) whenever an ACL change is announced, and
