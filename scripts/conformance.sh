@@ -45,9 +45,16 @@ if [ -n "${CLUSTER:-}" ]; then
   "$PY" -m kafkars.testing.cluster -n "$CLUSTER" \
     --override auto.create.topics.enable=true --override num.partitions=4 \
     --override group.min.session.timeout.ms=1000 --override group.initial.rebalance.delay.ms=0 \
-    --override transaction.max.timeout.ms=900000 > "$DATA/cluster.log" 2>&1 &
+    --override transaction.max.timeout.ms=900000 \
+    --override authorizer.class.name=kafka.security.authorizer.AclAuthorizer \
+    --override allow.everyone.if.no.acl.found=true > "$DATA/cluster.log" 2>&1 &
   BROKER=$!
-  trap 'kill -INT $BROKER 2>/dev/null; wait $BROKER 2>/dev/null; [ -n "${KEEP_LOGS:-}" ] || rm -rf "$DATA"' EXIT
+  # Stopping the cluster removes the brokers' data: KEEP_LOGS=1 copies their logs first.
+  keep_broker_logs() {
+    sed -n 's/^broker \([0-9]*\): .*, data in \(.*\)$/\1 \2/p' "$DATA/cluster.log" |
+      while read -r id dir; do cp "$dir/.kafkars-server.log" "$DATA/broker-$id.log" 2>/dev/null || true; done
+  }
+  trap '[ -z "${KEEP_LOGS:-}" ] || keep_broker_logs; kill -INT $BROKER 2>/dev/null; wait $BROKER 2>/dev/null; [ -n "${KEEP_LOGS:-}" ] || rm -rf "$DATA"' EXIT
   for _ in $(seq 600); do grep -q '^bootstrap.servers' "$DATA/cluster.log" 2>/dev/null && break; sleep 0.1; done
   BOOTSTRAP=$(sed -n 's/^bootstrap.servers: *//p' "$DATA/cluster.log")
 else
@@ -66,7 +73,9 @@ for _ in $(seq 300); do [ -f "$DATA/ready.json" ] && break; sleep 0.1; done
 fi
 
 cd "$CACHE/src/tests"
-printf 'bootstrap.servers=%s\nbroker.address.family=v4\n' "$BOOTSTRAP" > test.conf
+# The run's own client config, so runs against different brokers can share the build.
+printf 'bootstrap.servers=%s\nbroker.address.family=v4\n' "$BOOTSTRAP" > "$DATA/test.conf"
+export RDKAFKA_TEST_CONF=$DATA/test.conf
 export LD_LIBRARY_PATH=../src:../src-cpp TEST_KAFKA_VERSION=3.9.0
 # Tests that run Kafka's CLI (kafka-topics.sh, kafka-acls.sh) get ours through shims.
 export KAFKA_PATH=$ROOT/conformance/kafka-bin BROKERS=$BOOTSTRAP
@@ -83,3 +92,4 @@ for t in $TESTS; do
   fi
 done
 echo "$pass passed, $fail failed"
+[ -z "${KEEP_LOGS:-}" ] || echo "logs in $DATA"

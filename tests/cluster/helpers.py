@@ -23,7 +23,13 @@ SESSION_TIMEOUT_MS = 6000
 
 
 def running_cluster(brokers: int = 3) -> Iterator[Cluster]:
-    with Cluster(brokers, config={"zookeeper.session.timeout.ms": SESSION_TIMEOUT_MS}) as c:
+    config = {
+        "zookeeper.session.timeout.ms": SESSION_TIMEOUT_MS,
+        # ACLs matter only where a test creates some.
+        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+        "allow.everyone.if.no.acl.found": True,
+    }
+    with Cluster(brokers, config=config) as c:
         yield c
         # Shown by pytest only when the test failed: what each broker complained about.
         for broker_id, broker in c.brokers.items():

@@ -9,6 +9,7 @@ import time
 import uuid
 from typing import Any
 
+import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
@@ -499,3 +500,124 @@ def test_fetch_from_the_closest_replica() -> None:
         consumer.close()
         assert sorted(values) == sorted(b"%d" % i for i in range(200))
         assert follower in fetching_from and leader != follower, (fetching_from, leader)
+
+
+def test_send_offsets_when_the_group_and_transaction_coordinators_differ(
+    cluster: Cluster,
+) -> None:
+    """TxnOffsetCommit reaches the group's coordinator, which must ask the transaction's
+    coordinator (another broker here) whether the offsets partition is in the transaction
+    (librdkafka's 0103 do_test_empty_txn)."""
+    from kafkars.coordinator.group.records import partition_for
+
+    topic = create_topic(cluster, 1)
+    tid = f"txn-{uuid.uuid4().hex[:6]}"
+    p = Producer(quiet({"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": tid}))
+    p.init_transactions(30)
+    admin = AdminClient(quiet({"bootstrap.servers": cluster.bootstrap_servers}))
+    # Creates __consumer_offsets; then a group led elsewhere than the transaction.
+    c0 = Consumer(quiet({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "warm-up"}))
+    c0.committed([TopicPartition(topic, 0)], timeout=30)
+    c0.close()
+
+    def leaders(internal: str) -> dict[int, int]:
+        found: dict[int, int] = {}
+
+        def led() -> bool:
+            md = admin.list_topics(internal, timeout=10).topics[internal]
+            found.update({i: part.leader for i, part in md.partitions.items()})
+            return bool(found) and all(leader >= 0 for leader in found.values())
+
+        wait_for(led, 30, f"leaders for {internal}")
+        return found
+
+    txn_leaders, offsets_leaders = leaders("__transaction_state"), leaders("__consumer_offsets")
+    txn_coordinator = txn_leaders[partition_for(tid, len(txn_leaders))]
+    group = next(
+        g
+        for g in (f"g-{i}" for i in range(1000))
+        if offsets_leaders[partition_for(g, len(offsets_leaders))] != txn_coordinator
+    )
+
+    p.begin_transaction()
+    p.produce(topic, value=b"v", partition=0)
+    c = Consumer(quiet({"bootstrap.servers": cluster.bootstrap_servers, "group.id": group}))
+    p.send_offsets_to_transaction([TopicPartition(topic, 0, 7)], c.consumer_group_metadata(), 30)
+    p.commit_transaction(30)
+    committed = c.committed([TopicPartition(topic, 0)], timeout=30)
+    c.close()
+    assert committed[0].offset == 7
+
+
+def test_create_partitions_with_a_replica_assignment(cluster: Cluster) -> None:
+    """New partitions get the replicas the request names (librdkafka's 0081)."""
+    from confluent_kafka.admin import NewPartitions
+
+    topic = create_topic(cluster, 1, rf=2)
+    admin = AdminClient(quiet({"bootstrap.servers": cluster.bootstrap_servers}))
+    bad = admin.create_partitions([NewPartitions(topic, 2, replica_assignment=[[1, 2, 3]])])
+    with pytest.raises(Exception, match="INVALID_REPLICA_ASSIGNMENT"):
+        bad[topic].result(30)
+    admin.create_partitions([NewPartitions(topic, 3, replica_assignment=[[3, 1], [2, 3]])])[
+        topic
+    ].result(30)
+
+    def replicas() -> dict[int, list[int]]:
+        md = admin.list_topics(topic, timeout=10).topics[topic]
+        return {i: list(p.replicas) for i, p in md.partitions.items()}
+
+    wait_for(lambda: len(replicas()) == 3, 30, "three partitions")
+    assert replicas()[1] == [3, 1] and replicas()[2] == [2, 3]
+
+
+def test_acls_are_the_clusters(cluster: Cluster) -> None:
+    """An ACL created through one broker (the controller, where librdkafka sends
+    CreateAcls) holds on every broker (librdkafka's 0115 and 0119)."""
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    topic = create_topic(cluster, 3)
+    admin = AdminClient(quiet({"bootstrap.servers": cluster.bootstrap_servers}))
+    deny = AclBinding(
+        ResourceType.TOPIC,
+        topic,
+        ResourcePatternType.LITERAL,
+        "User:*",
+        "*",
+        AclOperation.ALL,
+        AclPermissionType.DENY,
+    )
+    admin.create_acls([deny])[deny].result(30)
+
+    def topic_error(broker_id: int) -> int:
+        # Metadata asked of this very broker (kafka-python's encoding over one socket):
+        # clients would route a request to whichever broker they like.
+        import socket
+        import struct
+
+        from kafka.protocol.metadata import MetadataRequest, MetadataResponse
+
+        host, port = cluster.brokers[broker_id].bootstrap_servers.rsplit(":", 1)
+        request = MetadataRequest(
+            version=8,
+            topics=[MetadataRequest.MetadataRequestTopic(version=8, name=topic)],
+            allow_auto_topic_creation=False,
+        )
+        request.with_header(correlation_id=1, client_id="acl-test")
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            sock.sendall(bytes(request.encode(version=8, header=True, framed=True)))
+            reader = sock.makefile("rb")
+            frame = reader.read(struct.unpack(">i", reader.read(4))[0])
+        return int(MetadataResponse.decode(frame, version=8, header=True).topics[0].error_code)
+
+    for broker_id in cluster.brokers:
+        wait_for(
+            lambda b=broker_id: topic_error(b) == KafkaError.TOPIC_AUTHORIZATION_FAILED,
+            10,
+            f"broker {broker_id} to refuse the topic",
+        )

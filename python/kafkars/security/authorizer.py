@@ -1,7 +1,8 @@
 """Kafka's ACL authorizer (``kafka.security.authorizer.AclAuthorizer`` /
 ``StandardAuthorizer`` semantics): ACL bindings of (resource pattern, principal, host,
 operation, permission), deny before allow, ``super.users``, and
-``allow.everyone.if.no.acl.found``. Persisted as one JSON file (single broker).
+``allow.everyone.if.no.acl.found``. Persisted as one JSON file (single broker), or in
+ZooKeeper (cluster mode, `use_store`).
 
 The numeric ids are Kafka's, as the Create/Describe/DeleteAcls APIs carry them.
 """
@@ -14,8 +15,12 @@ import logging
 import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kafkars.config.store import atomic_write_json
+
+if TYPE_CHECKING:
+    from kafkars.security.zk_acl_store import ZkAclStore
 
 log = logging.getLogger("kafka.authorizer.logger")
 
@@ -168,6 +173,8 @@ class AclAuthorizer:
         self.allow_everyone_if_no_acl_found = allow_everyone_if_no_acl_found
         self._lock = threading.Lock()
         self._acls: set[AclBinding] = set()
+        self._store: ZkAclStore | None = None
+        self._reload_lock = threading.Lock()
         if path.exists():
             for entry in json.loads(path.read_text())["acls"]:
                 self._acls.add(
@@ -182,6 +189,22 @@ class AclAuthorizer:
                     )
                 )
 
+    def use_store(self, store: ZkAclStore) -> None:
+        """Cluster mode: the ACLs are the cluster's, kept in ZooKeeper and reloaded whenever
+        any broker changes them."""
+        self._store = store
+        self.reload()
+        store.watch(self.reload)
+
+    def reload(self) -> None:
+        assert self._store is not None
+        # One at a time: a read that started before a change must not land after one
+        # that started after it.
+        with self._reload_lock:
+            acls = self._store.load()
+            with self._lock:
+                self._acls = acls
+
     def _save(self) -> None:
         rows = [
             {k: int(v) if isinstance(v, enum.IntEnum) else v for k, v in asdict(b).items()}
@@ -195,11 +218,22 @@ class AclAuthorizer:
             return [b for b in self._acls if acl_filter is None or acl_filter.matches(b)]
 
     def create(self, bindings: list[AclBinding]) -> None:
+        if self._store is not None:
+            self._store.add(bindings)
+            self.reload()  # this broker's next request sees them at once
+            return
         with self._lock:
             self._acls.update(bindings)
             self._save()
 
     def delete(self, acl_filter: AclFilter) -> list[AclBinding]:
+        if self._store is not None:
+            self.reload()
+            with self._lock:
+                gone = [b for b in self._acls if acl_filter.matches(b)]
+            self._store.remove(gone)
+            self.reload()
+            return gone
         with self._lock:
             gone = [b for b in self._acls if acl_filter.matches(b)]
             self._acls.difference_update(gone)

@@ -37,7 +37,9 @@ class Controller(Protocol):
 
     def delete_topic(self, name: str) -> None: ...
 
-    def add_partitions(self, name: str, count: int) -> None: ...
+    def add_partitions(
+        self, name: str, count: int, *, assignments: list[list[int]] | None = None
+    ) -> None: ...
 
     def set_topic_configs(self, name: str, configs: dict[str, str]) -> None: ...
 
@@ -107,7 +109,10 @@ class LocalController:
         self._replica_manager.remove_topic(name)
         log.info("Deleted topic %s", name)
 
-    def add_partitions(self, name: str, count: int) -> None:
+    def add_partitions(
+        self, name: str, count: int, *, assignments: list[list[int]] | None = None
+    ) -> None:
+        # One broker: every new replica list is [this broker] (the handler checked it).
         topic = self._store.get(name)
         if topic is None:
             raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION)

@@ -173,6 +173,10 @@ class KafkaServer:
         self.config_store = ConfigStore(Path(dirs[0]) / CONFIG_STORE_DIR)
         self.scram_store = ScramCredentialStore(Path(dirs[0]) / CONFIG_STORE_DIR / "users")
         self.authorizer = build_authorizer(self.config, Path(dirs[0]) / CONFIG_STORE_DIR)
+        if self.authorizer is not None and self.zk_client is not None:
+            from kafkars.security.zk_acl_store import ZkAclStore
+
+            self.authorizer.use_store(ZkAclStore(self.zk_client))
         self.quota_store = QuotaStore(Path(dirs[0]) / CONFIG_STORE_DIR / "quotas.json")
         self.quota_manager = ClientQuotaManager(
             self.quota_store,

@@ -27,9 +27,11 @@ class TransactionVerifier:
         self._verified: set[tuple[int, int, str, int]] = set()
         self._lock = threading.Lock()
 
-    def verify(
+    def check(
         self, transactional_id: str, producer_id: int, producer_epoch: int, tp: tuple[str, int]
-    ) -> Errors:
+    ) -> Errors | None:
+        """The coordinator's own answer (as its verify_partitions gives it), or None when
+        it cannot be reached."""
         key = (producer_id, producer_epoch, *tp)
         with self._lock:
             if key in self._verified:
@@ -59,16 +61,25 @@ class TransactionVerifier:
                 security=self._security,
             )
         except OSError:
-            return Errors.NOT_ENOUGH_REPLICAS  # retriable for the producer
+            return None
         result = response["results_by_transaction"][0]["topic_results"][0]
         code = Errors(result["results_by_partition"][0]["partition_error_code"])
         if code is Errors.NONE:
             with self._lock:
                 self._verified.add(key)
-        elif code is Errors.INVALID_PRODUCER_ID_MAPPING:
-            code = Errors.INVALID_TXN_STATE
-        elif code is Errors.PRODUCER_FENCED:
-            code = Errors.INVALID_PRODUCER_EPOCH
+        return code
+
+    def verify(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, tp: tuple[str, int]
+    ) -> Errors:
+        """A transactional Produce's check, with the errors producers expect."""
+        code = self.check(transactional_id, producer_id, producer_epoch, tp)
+        if code is None:
+            return Errors.NOT_ENOUGH_REPLICAS  # retriable for the producer
+        if code is Errors.INVALID_PRODUCER_ID_MAPPING:
+            return Errors.INVALID_TXN_STATE
+        if code is Errors.PRODUCER_FENCED:
+            return Errors.INVALID_PRODUCER_EPOCH
         return code
 
     def forget(self, producer_id: int, tp: tuple[str, int]) -> None:

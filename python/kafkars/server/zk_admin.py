@@ -80,7 +80,9 @@ class ZkAdmin:
         while self.cache.get(name) is not None and time.monotonic() < deadline:
             time.sleep(0.02)
 
-    def add_partitions(self, name: str, count: int) -> None:
+    def add_partitions(
+        self, name: str, count: int, *, assignments: list[list[int]] | None = None
+    ) -> None:
         current = self.zk.get_topic_assignment(name)
         if any(current.is_reassigning(p) for p in current.partitions):
             raise KafkaError(
@@ -88,13 +90,16 @@ class ZkAdmin:
             )
         existing = len(current.partitions)
         factor = len(current.partitions[0])
-        brokers = self.cache.alive_broker_racks()
-        # Kafka continues from where partition 0's leader sits among the brokers by id.
-        first_leader = current.partitions[0][0]
-        start = next((i for i, b in enumerate(sorted(brokers)) if b >= first_leader), 0)
-        added = assign_replicas(
-            brokers, count - existing, factor, start_partition=existing, fixed_start_index=start
-        )
+        if assignments:
+            added = {existing + i: list(replicas) for i, replicas in enumerate(assignments)}
+        else:
+            brokers = self.cache.alive_broker_racks()
+            # Kafka continues from where partition 0's leader sits among the brokers by id.
+            first_leader = current.partitions[0][0]
+            start = next((i for i, b in enumerate(sorted(brokers)) if b >= first_leader), 0)
+            added = assign_replicas(
+                brokers, count - existing, factor, start_partition=existing, fixed_start_index=start
+            )
         self.zk.set_topic_assignment(
             name, dataclasses.replace(current, partitions={**current.partitions, **added})
         )

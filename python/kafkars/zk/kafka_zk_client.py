@@ -25,6 +25,8 @@ from kafkars.zk.zk_data import BrokerInfo, LeaderIsrAndControllerEpoch, TopicAss
 log = logging.getLogger("kafkars.zk.KafkaZkClient")
 
 Watch = Callable[[Any], None]
+# How long change notifications stay (Kafka's ZkNodeChangeNotificationListener).
+_NOTIFICATION_EXPIRY_MS = 15 * 60 * 1000
 
 
 class ControllerMovedError(Exception):
@@ -284,6 +286,79 @@ class KafkaZkClient:
         for path in (zk_data.topic_path(topic), zk_data.topic_config_path(topic)):
             with contextlib.suppress(NoNodeError, NotEmptyError):
                 self.zk.delete(path, recursive=True)
+
+    # -- ACLs ------------------------------------------------------------------------------
+    def get_all_acls(self) -> dict[tuple[str, str, str], list[dict[str, str]]]:
+        """(pattern type, resource type, name) -> the resource's ACL entries."""
+        out: dict[tuple[str, str, str], list[dict[str, str]]] = {}
+        for pattern, root in (("LITERAL", zk_data.ACL_LITERAL), ("PREFIXED", zk_data.ACL_PREFIXED)):
+            with contextlib.suppress(NoNodeError):
+                for rtype in self.zk.get_children(root):
+                    with contextlib.suppress(NoNodeError):
+                        for name in self.zk.get_children(f"{root}/{rtype}"):
+                            with contextlib.suppress(NoNodeError):
+                                raw, _ = self.zk.get(f"{root}/{rtype}/{name}")
+                                out[(pattern, rtype, name)] = zk_data.decode_acls(raw)
+        return out
+
+    def update_resource_acls(
+        self,
+        pattern: str,
+        resource_type: str,
+        name: str,
+        change: Callable[[list[dict[str, str]]], list[dict[str, str]]],
+    ) -> None:
+        """Applies `change` to one resource's ACLs, retried when another broker wrote them
+        in between (a conditional write, as Kafka's updateResourceAcls); an empty result
+        removes the znode. Then announces the change to every broker."""
+        root = zk_data.ACL_LITERAL if pattern == "LITERAL" else zk_data.ACL_PREFIXED
+        path = f"{root}/{resource_type}/{name}"
+        while True:
+            try:
+                raw, stat = self.zk.get(path)
+                current, version = zk_data.decode_acls(raw), stat.version
+            except NoNodeError:
+                current, version = [], -1
+            wanted = change(current)
+            if wanted == current:
+                return
+            try:
+                if version < 0:
+                    self.zk.create(path, zk_data.encode_acls(wanted), makepath=True)
+                elif wanted:
+                    self.zk.set(path, zk_data.encode_acls(wanted), version=version)
+                else:
+                    self.zk.delete(path, version=version)
+                break
+            except (NodeExistsError, BadVersionError, NoNodeError):
+                continue
+        changes = (
+            zk_data.ACL_LITERAL_CHANGES if pattern == "LITERAL" else zk_data.ACL_EXTENDED_CHANGES
+        )
+        self.zk.create(
+            f"{changes}/{zk_data.ACL_CHANGE_PREFIX}",
+            zk_data.encode_acl_change(resource_type, name, pattern),
+            sequence=True,
+            makepath=True,
+        )
+        self._purge_old_notifications(changes)
+
+    def _purge_old_notifications(self, path: str) -> None:
+        """Notifications older than Kafka's 15 minutes have reached every live broker."""
+        cutoff_ms = time.time() * 1000 - _NOTIFICATION_EXPIRY_MS
+        for child in self.zk.get_children(path):
+            with contextlib.suppress(NoNodeError):
+                stat = self.zk.exists(f"{path}/{child}")
+                if stat is not None and stat.ctime < cutoff_ms:
+                    self.zk.delete(f"{path}/{child}")
+
+    def watch_acl_changes(self, callback: Callable[[], None]) -> None:
+        """Calls `callback` (off kazoo's thread) whenever an ACL change is announced, and
+        once now."""
+        for path in (zk_data.ACL_LITERAL_CHANGES, zk_data.ACL_EXTENDED_CHANGES):
+            self.zk.ensure_path(path)
+            # kazoo's ChildrenWatch sets the watch again after each event and reconnection.
+            self.zk.ChildrenWatch(path, lambda _children: self.zk.handler.spawn(callback))
 
     # -- topic deletion --------------------------------------------------------------------
     def mark_topic_for_deletion(self, topic: str) -> None:

@@ -42,6 +42,14 @@ ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
 ISR_CHANGE_PREFIX = "isr_change_"
 PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 CONFIG_CHANGES = "/config/changes"
+# ACLs (Kafka's AclAuthorizer): one znode per resource; literal names under /kafka-acl,
+# prefixed ones under /kafka-acl-extended/prefixed, each write announced by a sequential
+# node under the matching changes path.
+ACL_LITERAL = "/kafka-acl"
+ACL_PREFIXED = "/kafka-acl-extended/prefixed"
+ACL_LITERAL_CHANGES = "/kafka-acl-changes"
+ACL_EXTENDED_CHANGES = "/kafka-acl-extended-changes"
+ACL_CHANGE_PREFIX = "acl_changes_"
 
 
 def _dumps(data: dict[str, Any]) -> bytes:
@@ -285,3 +293,23 @@ def encode_producer_id_block(broker_id: int, start: int, end: int) -> bytes:
 
 def decode_producer_id_block_end(raw: bytes) -> int:
     return int(_loads(raw)["block_end"])
+
+
+# -- ACLs ------------------------------------------------------------------------------------
+def encode_acls(entries: list[dict[str, str]]) -> bytes:
+    """A resource's ACLs: principal, permissionType, operation, host each."""
+    return _dumps({"version": 1, "acls": entries})
+
+
+def decode_acls(raw: bytes) -> list[dict[str, str]]:
+    return list(_loads(raw).get("acls", []))
+
+
+def encode_acl_change(resource_type: str, name: str, pattern_type: str) -> bytes:
+    """The notification's payload: "Topic:name" for a literal resource (Kafka's first
+    layout), JSON for the extended ones."""
+    if pattern_type == "LITERAL":
+        return f"{resource_type}:{name}".encode()
+    return _dumps(
+        {"version": 1, "resourceType": resource_type, "name": name, "patternType": pattern_type}
+    )

@@ -146,12 +146,17 @@ class GroupMetadataManager(GroupStore):
                     Errors.COORDINATOR_NOT_AVAILABLE,
                     f"offsets.topic.replication.factor={factor} but {brokers} broker(s) are up",
                 )
-            self.controller.create_topic(
-                GROUP_METADATA_TOPIC_NAME,
-                self.num_partitions,
-                configs,
-                replication_factor=min(factor, brokers),
-            )
+            try:
+                self.controller.create_topic(
+                    GROUP_METADATA_TOPIC_NAME,
+                    self.num_partitions,
+                    configs,
+                    replication_factor=min(factor, brokers),
+                )
+            except KafkaError as e:
+                # Another broker of the cluster created it first.
+                if e.code is not Errors.TOPIC_ALREADY_EXISTS:
+                    raise
             self._topic_ready = True
 
     def append(self, group_id: str, batch: list[Record]) -> None:

@@ -122,12 +122,17 @@ class TransactionStateManager(TransactionStore):
                     configs["min.insync.replicas"] = str(
                         self.config.get("transaction.state.log.min.isr")
                     )
-                self.controller.create_topic(
-                    TRANSACTION_STATE_TOPIC_NAME,
-                    self.num_partitions,
-                    configs,
-                    replication_factor=min(factor, brokers),
-                )
+                try:
+                    self.controller.create_topic(
+                        TRANSACTION_STATE_TOPIC_NAME,
+                        self.num_partitions,
+                        configs,
+                        replication_factor=min(factor, brokers),
+                    )
+                except KafkaError as e:
+                    # Another broker of the cluster created it first.
+                    if e.code is not Errors.TOPIC_ALREADY_EXISTS:
+                        raise
             self._topic_ready = True
 
     def append(self, transactional_id: str, key: bytes, value: bytes | None) -> None:

@@ -123,6 +123,32 @@ def handle_delete_topics(apis: KafkaApis, request: Any) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "responses": results}
 
 
+def _check_new_assignments(
+    apis: KafkaApis, replication_factor: int, assignments: list[dict[str, Any]]
+) -> None:
+    """The new partitions' replicas: live brokers, each once, as many as the topic's
+    existing partitions have."""
+    alive = set(apis.metadata_cache.alive_broker_ids())
+    for a in assignments:
+        replicas = a["broker_ids"]
+        if set(replicas) - alive:
+            raise KafkaError(
+                Errors.INVALID_REPLICA_ASSIGNMENT,
+                f"Unknown broker(s) in replica assignment {replicas}.",
+            )
+        if len(set(replicas)) != len(replicas):
+            raise KafkaError(
+                Errors.INVALID_REPLICA_ASSIGNMENT,
+                f"Duplicate brokers in replica assignment {replicas}.",
+            )
+        if len(replicas) != replication_factor:
+            raise KafkaError(
+                Errors.INVALID_REPLICA_ASSIGNMENT,
+                f"Inconsistent replication factor: the topic has {replication_factor}, "
+                f"the assignment {replicas} has {len(replicas)}.",
+            )
+
+
 def handle_create_partitions(apis: KafkaApis, request: Any) -> dict[str, Any]:
     body = request.body
     results = []
@@ -149,11 +175,13 @@ def handle_create_partitions(apis: KafkaApis, request: Any) -> dict[str, Any]:
                         f"{count - topic.num_partitions} but {len(assignments)} assignments "
                         "provided.",
                     )
-                for a in assignments:
-                    if set(a["broker_ids"]) - {apis.broker_id}:
-                        raise KafkaError(Errors.INVALID_REPLICA_ASSIGNMENT)
+                _check_new_assignments(apis, topic.replication_factor, assignments)
             if not body["validate_only"]:
-                apis.controller.add_partitions(name, count)
+                apis.controller.add_partitions(
+                    name,
+                    count,
+                    assignments=[a["broker_ids"] for a in assignments] if assignments else None,
+                )
             result["error_code"] = 0
         except KafkaError as e:
             result.update(error_code=int(e.code), error_message=e.message)

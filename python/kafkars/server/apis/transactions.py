@@ -158,6 +158,25 @@ def handle_end_txn(apis: KafkaApis, request: Any) -> dict[str, Any]:
 
 
 # -- TxnOffsetCommit ----------------------------------------------------------------------
+def _in_transaction(
+    apis: KafkaApis,
+    transactional_id: str,
+    producer_id: int,
+    producer_epoch: int,
+    tp: tuple[str, int],
+) -> Errors:
+    """Whether `tp` is in the producer's open transaction, asked of the transaction's
+    coordinator: in cluster mode that is often another broker than the group's."""
+    coordinator = _coordinator(apis)
+    verifier = apis.cluster.txn_verifier if apis.cluster is not None else None
+    if verifier is None or coordinator.is_coordinator(transactional_id):
+        return coordinator.verify_partitions(transactional_id, producer_id, producer_epoch, [tp])[
+            tp
+        ]
+    code = verifier.check(transactional_id, producer_id, producer_epoch, tp)
+    return Errors.COORDINATOR_NOT_AVAILABLE if code is None else code
+
+
 def handle_txn_offset_commit(apis: KafkaApis, request: Any) -> dict[str, Any]:
     body = request.body
     version = request.api_version
@@ -184,12 +203,16 @@ def handle_txn_offset_commit(apis: KafkaApis, request: Any) -> dict[str, Any]:
         GROUP_METADATA_TOPIC_NAME,
         apis.group_metadata_manager.partition_for(group_id),
     )
-    check = _coordinator(apis).verify_partitions(
-        body["transactional_id"], body["producer_id"], body["producer_epoch"], [offsets_partition]
-    )[offsets_partition]
+    check = _in_transaction(
+        apis,
+        body["transactional_id"],
+        body["producer_id"],
+        body["producer_epoch"],
+        offsets_partition,
+    )
     results: dict[tuple[str, int], Errors]
-    if check is Errors.PRODUCER_FENCED:
-        results = dict.fromkeys(offsets, Errors.PRODUCER_FENCED)
+    if check in (Errors.PRODUCER_FENCED, Errors.COORDINATOR_NOT_AVAILABLE):
+        results = dict.fromkeys(offsets, check)
     elif check is not Errors.NONE:
         results = dict.fromkeys(offsets, Errors.INVALID_TXN_STATE)
     else:
