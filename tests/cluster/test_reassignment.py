@@ -88,9 +88,13 @@ def test_reassignment_moves_replicas_and_the_leader_under_load(
         count = len(producing.acked)
         wait_for(lambda: len(producing.acked) > count + 200, 30, "acknowledgements afterwards")
     assert not producing.errors, producing.errors[:3]
-    new_leader, new_replicas, isr = partition_metadata(cluster, topic, 0)
-    assert new_replicas == sorted(target) and isr == sorted(target)
-    assert new_leader in target
+    # Every broker's metadata shows the move (UpdateMetadata reaches them one by one).
+    wait_for(
+        lambda: partition_metadata(cluster, topic, 0)[1:] == (sorted(target), sorted(target)),
+        10,
+        "the target replicas and ISR in the metadata",
+    )
+    assert partition_metadata(cluster, topic, 0)[0] in target
     assert "No partition reassignments found." in reassign(cluster, "--list").stdout
     # The replica that left deletes its log.
     wait_for(lambda: not replica_dirs(cluster, leader, topic), 20, "the old replica's log gone")
@@ -129,7 +133,9 @@ def test_reassignment_cancelled_and_written_to_zookeeper(cluster: Cluster, tmp_p
         assert f"Successfully cancelled partition reassignments for: {topic}-0" in cancel.stdout
     finally:
         cluster.resume(newcomer)
-    assert partition_metadata(cluster, topic, 0)[1] == replicas
+    wait_for(
+        lambda: partition_metadata(cluster, topic, 0)[1] == replicas, 10, "the original replicas"
+    )
     assert "No partition reassignments found." in reassign(cluster, "--list").stdout
     again = reassign(cluster, "--cancel", "--reassignment-json-file", plan)
     assert "None of the specified partition moves are active" in again.stdout
