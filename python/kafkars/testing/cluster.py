@@ -13,6 +13,9 @@ applies to every broker; `broker_configs` adds settings for some, by broker id (
 broker's `broker.rack`, say):
 
     Cluster(4, broker_configs={i: {"broker.rack": "ab"[i % 2]} for i in range(1, 5)})
+
+`env` sets environment variables of the broker processes (KAFKA_OPTS with the JAAS file
+of their ZooKeeper login, say).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ class Cluster:
         config: dict[str, Any] | None = None,
         broker_configs: dict[int, dict[str, Any]] | None = None,
         zookeeper: ZooKeeperServer | ZooKeeperEnsemble | None = None,
+        env: dict[str, str] | None = None,
     ) -> None:
         self.size = size
         self._own_zookeeper = zookeeper is None
@@ -50,6 +54,7 @@ class Cluster:
             **(config or {}),
         }
         self.broker_configs = broker_configs or {}
+        self.env = env or {}
         self.brokers: dict[int, Broker] = {}
 
     @property
@@ -67,6 +72,7 @@ class Cluster:
         for i in range(1, self.size + 1):
             broker = Broker(
                 process=True,
+                env=self.env,
                 config={
                     **self.config,
                     **self.broker_configs.get(i, {}),

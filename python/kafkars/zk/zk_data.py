@@ -13,9 +13,11 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from kazoo.security import ACL, CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAFE
+
 # Persistent paths a cluster needs before brokers register (Kafka's ZkData.PersistentZkPaths).
 PERSISTENT_PATHS = (
-    "/consumers",
+    "/consumers",  # CONSUMERS
     "/brokers/ids",
     "/brokers/topics",
     "/config/changes",
@@ -42,6 +44,26 @@ ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
 ISR_CHANGE_PREFIX = "isr_change_"
 PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 CONFIG_CHANGES = "/config/changes"
+CONSUMERS = "/consumers"
+
+# Credentials live under these (SCRAM users, broker configs with passwords, delegation
+# tokens): with zookeeper.set.acl, nobody but the brokers may read them (Kafka's
+# ZkData.SensitiveRootPaths).
+SENSITIVE_ROOT_PATHS = ("/config/users", "/config/brokers", "/delegation_token/tokens")
+
+
+def sensitive_path(path: str) -> bool:
+    return any(path.startswith(root) for root in SENSITIVE_ROOT_PATHS)
+
+
+def default_acls(secure: bool, path: str) -> list[ACL]:
+    """The ACLs a znode is created with (Kafka's ZkData.defaultAcls): open without
+    zookeeper.set.acl; with it, everything for the identity that created it (the brokers
+    share one) and reading for anyone except on sensitive paths. /consumers stays open:
+    old consumers write there themselves."""
+    if not secure or path == CONSUMERS:
+        return list(OPEN_ACL_UNSAFE)
+    return list(CREATOR_ALL_ACL) + ([] if sensitive_path(path) else list(READ_ACL_UNSAFE))
 
 
 def _dumps(data: dict[str, Any]) -> bytes:
