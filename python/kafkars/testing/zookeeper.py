@@ -262,6 +262,7 @@ class ZooKeeperEnsemble:
     def start(self, myid: int | None = None, timeout: float = 60.0) -> ZooKeeperEnsemble:
         """Starts every node (or node `myid` again) and waits until they serve."""
         nodes = list(self.nodes.values()) if myid is None else [self.nodes[myid]]
+        nodes = [n for n in nodes if not n.running]
         try:
             for node in nodes:
                 node.launch()
