@@ -4,6 +4,7 @@ only the brokers' identity writes, and nobody else reads the credential paths.""
 
 from __future__ import annotations
 
+import importlib.util
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -31,7 +32,13 @@ from .helpers import (
     wait_for,
 )
 
-pytestmark = needs_zookeeper
+pytestmark = [
+    needs_zookeeper,
+    pytest.mark.skipif(
+        importlib.util.find_spec("puresasl") is None,
+        reason="needs pure-sasl, a dependency since zookeeper.set.acl (make dev installs it)",
+    ),
+]
 
 USER, PASSWORD = "kafka", "kafka-secret"
 

@@ -54,7 +54,7 @@ from kafkars.server.zk_admin import ZkAdmin
 from kafkars.server.zk_metadata_cache import ZkMetadataCache
 from kafkars.zk.kafka_zk_client import KafkaZkClient, ZkAuthFailedError
 from kafkars.zk.zk_data import BrokerInfo
-from kafkars.zk.zk_sasl import zk_sasl_login
+from kafkars.zk.zk_sasl import require_sasl_support, zk_sasl_login
 
 log = logging.getLogger("kafkars.server.KafkaServer")
 
@@ -436,6 +436,8 @@ class KafkaServer:
         secure_acls = bool(c.get("zookeeper.set.acl"))
         try:
             sasl = zk_sasl_login()
+            if sasl is not None:
+                require_sasl_support()
         except ConfigException as e:
             raise StartupError(str(e)) from None
         if secure_acls and sasl is None:

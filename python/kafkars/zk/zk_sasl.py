@@ -38,6 +38,12 @@ class ZkSaslLogin:
         return {"mechanism": "DIGEST-MD5", "username": self.username, "password": self.password}
 
 
+def require_sasl_support() -> None:
+    """Kazoo's SASL needs pure-sasl; without it kazoo would only retry the connection."""
+    if importlib.util.find_spec("puresasl") is None:
+        raise ConfigException("a ZooKeeper SASL login needs the pure-sasl package")
+
+
 def system_properties(java_opts: str) -> dict[str, str]:
     """The `-Dkey=value` flags of a JVM command line (KAFKA_OPTS)."""
     out: dict[str, str] = {}
@@ -77,6 +83,4 @@ def zk_sasl_login(environ: Mapping[str, str] | None = None) -> ZkSaslLogin | Non
             f'{DIGEST_LOGIN_MODULE} required username="..." password="..."; '
             "(SASL DIGEST-MD5, the only ZooKeeper login kafkars supports)"
         )
-    if importlib.util.find_spec("puresasl") is None:
-        raise ConfigException("a ZooKeeper SASL login needs the pure-sasl package")
     return ZkSaslLogin(username, password, f"section {context} of {path}")
