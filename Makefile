@@ -37,8 +37,8 @@ dev: $(VENV)/.dev-stamp ## build the Rust core (release), install kafkars-broker
 run: $(VENV)/.dev-stamp ## start one broker with config/server.properties: 127.0.0.1:9092, data in ./kafkars-data
 	@$(VENV)/bin/kafkars-server-start $(or $(CONFIG),config/server.properties) $(ARGS)
 
-cluster: $(VENV)/.dev-stamp ## start ZooKeeper and $(N) brokers (default 3) on free ports until Ctrl-C
-	@$(VENV)/bin/kafkars-cluster --brokers $(or $(N),3)
+cluster: $(VENV)/.dev-stamp ## start ZooKeeper ($(ZK) nodes, default 1) and $(N) brokers (default 3) on free ports until Ctrl-C
+	@$(VENV)/bin/kafkars-cluster --brokers $(or $(N),3) --zookeeper-nodes $(or $(ZK),1)
 
 test: system-deps dev lint test-rust test-python test-smoke ## lint, then every test (what CI runs)
 

@@ -37,6 +37,7 @@ class Broker:
         config: dict[str, Any] | None = None,
         process: bool = False,
         startup_timeout: float = 30.0,
+        env: dict[str, str] | None = None,
     ) -> None:
         self._tmp: str | None = None
         if log_dir is None:
@@ -47,6 +48,8 @@ class Broker:
         self.port = port
         self.process = process
         self.startup_timeout = startup_timeout
+        # Environment variables for the child process (KAFKA_OPTS, say) on top of ours.
+        self.env = env or {}
         self.overrides: dict[str, str] = {
             "listeners": f"PLAINTEXT://{host}:{port}",
             "log.dirs": str(self.log_dir),
@@ -101,7 +104,11 @@ class Broker:
         self._log_file = open(self.log_dir / ".kafkars-server.log", "ab")  # noqa: SIM115
         # Its own process group: Ctrl-C in a terminal reaches the parent, which stops it.
         self._child = subprocess.Popen(
-            args, stdout=self._log_file, stderr=subprocess.STDOUT, start_new_session=True
+            args,
+            stdout=self._log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, **self.env},
         )
         deadline = time.monotonic() + self.startup_timeout
         while not ready.exists():

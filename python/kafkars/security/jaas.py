@@ -24,7 +24,16 @@ class JaasEntry:
 
 def parse_jaas_config(text: str, name: str = "sasl.jaas.config") -> JaasEntry:
     """The one login module of a ``sasl.jaas.config`` value (Kafka allows exactly one)."""
-    head = re.match(r"\s*([A-Za-z0-9_.$]+)\s+([a-z]+)", text)
+    entry, pos = _parse_entry(text, 0, name)
+    if text[pos:].strip():
+        raise ConfigException.invalid(name, "[hidden]", "only one login module may be configured")
+    return entry
+
+
+def _parse_entry(text: str, pos: int, name: str) -> tuple[JaasEntry, int]:
+    """One `<LoginModule> <flag> key="value" ... ;` from `pos`; returns it and the
+    position after its ';'."""
+    head = re.compile(r"\s*([A-Za-z0-9_.$]+)\s+([a-z]+)").match(text, pos)
     if head is None or head.group(2) not in _FLAGS:
         raise ConfigException.invalid(
             name, "[hidden]", "expected '<LoginModule> required key=\"value\" ...;'"
@@ -39,12 +48,38 @@ def parse_jaas_config(text: str, name: str = "sasl.jaas.config") -> JaasEntry:
             raise ConfigException.invalid(name, "[hidden]", f"cannot parse near offset {pos}")
         pos = m.end()
         if m.group("end"):
-            if text[pos:].strip():
-                raise ConfigException.invalid(
-                    name, "[hidden]", "only one login module may be configured"
-                )
-            return entry
+            return entry, pos
         value = m.group("quoted")
         value = re.sub(r"\\(.)", r"\1", value) if value is not None else m.group("bare")
         entry.options[m.group("key")] = value
     raise ConfigException.invalid(name, "[hidden]", "the login module must end with ';'")
+
+
+_SECTION = re.compile(r"\s*([A-Za-z0-9_.\-]+)\s*\{")
+_SECTION_END = re.compile(r"\s*\}\s*;")
+# Comments on their own lines (`//`, `#`) and `/* ... */` blocks.
+_BLOCK_COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)
+_LINE_COMMENT = re.compile(r"^\s*(?://|#).*$", re.MULTILINE)
+
+
+def parse_jaas_file(text: str, name: str) -> dict[str, list[JaasEntry]]:
+    """A JAAS login configuration file (`java.security.auth.login.config`): its sections
+    (`Client { ... };`, `KafkaServer { ... };`) by name, each with its login modules."""
+    text = _LINE_COMMENT.sub("", _BLOCK_COMMENT.sub("", text))
+    sections: dict[str, list[JaasEntry]] = {}
+    pos = 0
+    while text[pos:].strip():
+        m = _SECTION.match(text, pos)
+        if m is None:
+            raise ConfigException.invalid(name, "[hidden]", f"expected 'Name {{' at offset {pos}")
+        entries = sections.setdefault(m.group(1), [])
+        pos = m.end()
+        while (end := _SECTION_END.match(text, pos)) is None:
+            if not text[pos:].strip():
+                raise ConfigException.invalid(
+                    name, "[hidden]", f"section {m.group(1)} does not end with '}};'"
+                )
+            entry, pos = _parse_entry(text, pos, name)
+            entries.append(entry)
+        pos = end.end()
+    return sections

@@ -54,8 +54,9 @@ from kafkars.server.txn_markers import TransactionMarkerWriter
 from kafkars.server.txn_verification import TransactionVerifier
 from kafkars.server.zk_admin import ZkAdmin
 from kafkars.server.zk_metadata_cache import ZkMetadataCache
-from kafkars.zk.kafka_zk_client import KafkaZkClient
+from kafkars.zk.kafka_zk_client import KafkaZkClient, ZkAuthFailedError
 from kafkars.zk.zk_data import BrokerInfo
+from kafkars.zk.zk_sasl import require_sasl_support, zk_sasl_login
 
 log = logging.getLogger("kafkars.server.KafkaServer")
 
@@ -451,12 +452,30 @@ class KafkaServer:
     # -- cluster mode ------------------------------------------------------------------------
     def _connect_zookeeper(self, dirs: list[str]) -> None:
         c = self.config
+        secure_acls = bool(c.get("zookeeper.set.acl"))
+        try:
+            sasl = zk_sasl_login()
+            if sasl is not None:
+                require_sasl_support()
+        except ConfigException as e:
+            raise StartupError(str(e)) from None
+        if secure_acls and sasl is None:
+            # Kafka refuses too: ACLs for the creator need an authenticated creator.
+            raise StartupError(
+                "zookeeper.set.acl is true, but no ZooKeeper SASL login is configured: set "
+                "KAFKA_OPTS=-Djava.security.auth.login.config=<a JAAS file with a Client "
+                "section>"
+            )
         try:
             zk = KafkaZkClient(
                 c.zookeeper_connect or "",
                 session_timeout_ms=int(c.get("zookeeper.session.timeout.ms")),
                 connection_timeout_ms=c.zookeeper_connection_timeout_ms,
+                secure_acls=secure_acls,
+                sasl=sasl,
             )
+        except ZkAuthFailedError as e:
+            raise StartupError(str(e)) from None
         except Exception as e:  # kazoo's timeout, or a refused connection
             raise StartupError(
                 f"zookeeper.connect: cannot reach ZooKeeper at {c.zookeeper_connect}: "

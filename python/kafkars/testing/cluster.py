@@ -1,5 +1,6 @@
-"""A local cluster for tests and trying things out: one ZooKeeper and N broker processes
-on free ports, each with its own temporary log dir.
+"""A local cluster for tests and trying things out: one ZooKeeper (a standalone server,
+or the `ZooKeeperEnsemble` passed as `zookeeper`) and N broker processes on free ports,
+each with its own temporary log dir.
 
     with Cluster(3) as cluster:
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
@@ -16,6 +17,9 @@ broker's `broker.rack`, say):
 When the first listener is not PLAINTEXT, `client_config` gives the client properties
 (`security.protocol`, `ssl.*`, `sasl.*`, as a tool's `--command-config` takes them) the
 cluster's own checks connect with.
+
+`env` sets environment variables of the broker processes (KAFKA_OPTS with the JAAS file
+of their ZooKeeper login, say).
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from typing import Any
 import click
 
 from kafkars.broker import Broker
-from kafkars.testing.zookeeper import ZooKeeperServer
+from kafkars.testing.zookeeper import ZooKeeperEnsemble, ZooKeeperServer
 
 
 class Cluster:
@@ -39,13 +43,14 @@ class Cluster:
         *,
         config: dict[str, Any] | None = None,
         broker_configs: dict[int, dict[str, Any]] | None = None,
-        zookeeper: ZooKeeperServer | None = None,
+        zookeeper: ZooKeeperServer | ZooKeeperEnsemble | None = None,
         client_config: dict[str, str] | None = None,
+        env: dict[str, str] | None = None,
     ) -> None:
         self.client_config = client_config or {}
         self.size = size
         self._own_zookeeper = zookeeper is None
-        self.zookeeper = zookeeper or ZooKeeperServer()
+        self.zookeeper: ZooKeeperServer | ZooKeeperEnsemble = zookeeper or ZooKeeperServer()
         self.config = {
             "offsets.topic.replication.factor": min(3, size),
             "transaction.state.log.replication.factor": min(3, size),
@@ -55,6 +60,7 @@ class Cluster:
             **(config or {}),
         }
         self.broker_configs = broker_configs or {}
+        self.env = env or {}
         self.brokers: dict[int, Broker] = {}
 
     @property
@@ -72,6 +78,7 @@ class Cluster:
         for i in range(1, self.size + 1):
             broker = Broker(
                 process=True,
+                env=self.env,
                 config={
                     **self.config,
                     **self.broker_configs.get(i, {}),
@@ -165,7 +172,13 @@ class Cluster:
     metavar="KEY=VALUE",
     help="A broker setting for every broker (repeatable).",
 )
-def main(brokers: int, overrides: tuple[str, ...]) -> None:
+@click.option(
+    "--zookeeper-nodes",
+    default=1,
+    show_default=True,
+    help="ZooKeeper servers: 1 standalone, or an ensemble (3, 5) that survives losing a minority.",
+)
+def main(brokers: int, overrides: tuple[str, ...], zookeeper_nodes: int) -> None:
     """Starts ZooKeeper and BROKERS brokers on free ports with temporary data, prints the
     bootstrap servers, and stops everything on Ctrl-C."""
     config: dict[str, Any] = {}
@@ -174,9 +187,14 @@ def main(brokers: int, overrides: tuple[str, ...]) -> None:
         if not sep:
             raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--override")
         config[key.strip()] = value.strip()
+    ensemble = ZooKeeperEnsemble(zookeeper_nodes) if zookeeper_nodes > 1 else None
     try:
-        cluster = Cluster(brokers, config=config).start()
+        if ensemble is not None:
+            ensemble.start()
+        cluster = Cluster(brokers, config=config, zookeeper=ensemble).start()
     except (RuntimeError, TimeoutError) as e:
+        if ensemble is not None:
+            ensemble.stop()
         raise click.ClickException(str(e)) from None
     click.echo(f"ZooKeeper:         {cluster.zookeeper.connect} (chroot /kafkars)")
     click.echo(f"bootstrap.servers: {cluster.bootstrap_servers}")
@@ -192,6 +210,8 @@ def main(brokers: int, overrides: tuple[str, ...]) -> None:
     finally:
         click.echo("stopping...")
         cluster.stop()
+        if ensemble is not None:
+            ensemble.stop()
 
 
 if __name__ == "__main__":

@@ -16,11 +16,19 @@ from collections.abc import Callable
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, NotEmptyError
+from kazoo.exceptions import (
+    AuthFailedError,
+    BadVersionError,
+    NodeExistsError,
+    NoNodeError,
+    NotEmptyError,
+)
 from kazoo.protocol.states import KazooState
+from kazoo.security import ACL
 
 from kafkars.zk import zk_data
 from kafkars.zk.zk_data import BrokerInfo, LeaderIsrAndControllerEpoch, TopicAssignment
+from kafkars.zk.zk_sasl import ZkSaslLogin
 
 log = logging.getLogger("kafkars.zk.KafkaZkClient")
 
@@ -33,6 +41,32 @@ class ControllerMovedError(Exception):
     """A conditional write lost to a newer controller (Kafka's ControllerMovedException)."""
 
 
+class ZkAuthFailedError(Exception):
+    """ZooKeeper refused the SASL login."""
+
+
+class AclKazooClient(KazooClient):  # type: ignore[misc]
+    """A KazooClient that creates every znode, and every parent it makes on the way, with
+    Kafka's default ACLs for that znode's path (`secure`: zookeeper.set.acl)."""
+
+    def __init__(self, *args: Any, secure: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.secure = secure
+
+    def acls(self, path: str) -> list[ACL]:
+        return zk_data.default_acls(self.secure, path)
+
+    def create_async(
+        self, path: str, value: bytes = b"", acl: list[ACL] | None = None, **kwargs: Any
+    ) -> Any:
+        return super().create_async(path, value, self.acls(path) if acl is None else acl, **kwargs)
+
+    def ensure_path_async(self, path: str, acl: list[ACL] | None = None) -> Any:
+        # Kazoo would give the parents the child's ACLs: without one, each level's
+        # create_async picks its own (/config is world-readable, /config/users is not).
+        return super().ensure_path_async(path)
+
+
 def split_chroot(connect: str) -> tuple[str, str]:
     """`host:port,host:port/chroot` -> (hosts, chroot or "")."""
     hosts, slash, chroot = connect.partition("/")
@@ -41,7 +75,10 @@ def split_chroot(connect: str) -> tuple[str, str]:
 
 class KafkaZkClient:
     """One ZooKeeper session. `on_session_expired` is called (on kazoo's thread) when the
-    session is lost and a new one has started: ephemeral nodes are gone by then."""
+    session is lost and a new one has started: ephemeral nodes are gone by then.
+
+    `sasl` logs the session in (SASL DIGEST-MD5); `secure_acls` (zookeeper.set.acl)
+    creates znodes that only that identity may change (`zk_data.default_acls`)."""
 
     def __init__(
         self,
@@ -49,20 +86,43 @@ class KafkaZkClient:
         *,
         session_timeout_ms: int = 18_000,
         connection_timeout_ms: int = 18_000,
+        secure_acls: bool = False,
+        sasl: ZkSaslLogin | None = None,
     ) -> None:
         hosts, chroot = split_chroot(connect)
         timeout_s = connection_timeout_ms / 1000
+
+        def client(chroot: str) -> AclKazooClient:
+            zk = AclKazooClient(
+                hosts=hosts + chroot,
+                timeout=session_timeout_ms / 1000,
+                secure=secure_acls,
+                sasl_options=sasl.kazoo_options() if sasl else None,
+            )
+            zk.start(timeout=timeout_s)
+            try:
+                # The SASL exchange follows the session's creation: a refused login shows
+                # on the first request.
+                zk.exists("/")
+            except AuthFailedError:
+                zk.stop()
+                zk.close()
+                assert sasl is not None
+                raise ZkAuthFailedError(
+                    f"ZooKeeper at {hosts} refused the SASL login of {sasl.username!r} "
+                    f"({sasl.source}): check the username and password"
+                ) from None
+            return zk
+
         if chroot:
             # Kafka creates the chroot itself before using it.
-            bare = KazooClient(hosts=hosts, timeout=session_timeout_ms / 1000)
-            bare.start(timeout=timeout_s)
+            bare = client("")
             try:
                 bare.ensure_path(chroot)
             finally:
                 bare.stop()
                 bare.close()
-        self.zk = KazooClient(hosts=hosts + chroot, timeout=session_timeout_ms / 1000)
-        self.zk.start(timeout=timeout_s)
+        self.zk = client(chroot)
         self.session_timeout_ms = session_timeout_ms
         self.on_session_expired: Callable[[], None] | None = None
         self._lost = False
@@ -161,7 +221,12 @@ class KafkaZkClient:
         raw, stat = self.zk.get(zk_data.CONTROLLER_EPOCH)
         epoch = int(raw.decode() or 0) + 1
         tx = self.zk.transaction()
-        tx.create(zk_data.CONTROLLER, zk_data.encode_controller(broker_id), ephemeral=True)
+        tx.create(
+            zk_data.CONTROLLER,
+            zk_data.encode_controller(broker_id),
+            acl=self.zk.acls(zk_data.CONTROLLER),
+            ephemeral=True,
+        )
         tx.set_data(zk_data.CONTROLLER_EPOCH, str(epoch).encode(), version=stat.version)
         results = tx.commit()
         if any(isinstance(r, Exception) for r in results):
@@ -389,7 +454,7 @@ class KafkaZkClient:
         self.zk.ensure_path(path.rsplit("/", 1)[0])
         tx = self.zk.transaction()
         tx.check(zk_data.CONTROLLER_EPOCH, epoch_version)
-        tx.create(path, state.encode())
+        tx.create(path, state.encode(), acl=self.zk.acls(path))
         results = tx.commit()
         if isinstance(results[0], Exception):
             raise ControllerMovedError()

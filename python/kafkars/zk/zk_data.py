@@ -13,9 +13,11 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from kazoo.security import ACL, CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAFE
+
 # Persistent paths a cluster needs before brokers register (Kafka's ZkData.PersistentZkPaths).
 PERSISTENT_PATHS = (
-    "/consumers",
+    "/consumers",  # CONSUMERS
     "/brokers/ids",
     "/brokers/topics",
     "/config/changes",
@@ -50,6 +52,27 @@ ACL_PREFIXED = "/kafka-acl-extended/prefixed"
 ACL_LITERAL_CHANGES = "/kafka-acl-changes"
 ACL_EXTENDED_CHANGES = "/kafka-acl-extended-changes"
 ACL_CHANGE_PREFIX = "acl_changes_"
+
+CONSUMERS = "/consumers"
+
+# Credentials live under these (SCRAM users, broker configs with passwords, delegation
+# tokens): with zookeeper.set.acl, nobody but the brokers may read them (Kafka's
+# ZkData.SensitiveRootPaths).
+SENSITIVE_ROOT_PATHS = ("/config/users", "/config/brokers", "/delegation_token/tokens")
+
+
+def sensitive_path(path: str) -> bool:
+    return any(path.startswith(root) for root in SENSITIVE_ROOT_PATHS)
+
+
+def default_acls(secure: bool, path: str) -> list[ACL]:
+    """The ACLs a znode is created with (Kafka's ZkData.defaultAcls): open without
+    zookeeper.set.acl; with it, everything for the identity that created it (the brokers
+    share one) and reading for anyone except on sensitive paths. /consumers stays open:
+    old consumers write there themselves."""
+    if not secure or path == CONSUMERS:
+        return list(OPEN_ACL_UNSAFE)
+    return list(CREATOR_ALL_ACL) + ([] if sensitive_path(path) else list(READ_ACL_UNSAFE))
 
 
 def _dumps(data: dict[str, Any]) -> bytes:
