@@ -75,7 +75,7 @@ def test_controlled_shutdown_moves_leadership_first(cluster: Cluster) -> None:
         assert leader != victim and leader >= 0
     wait_for(
         lambda: all(victim not in partition_metadata(cluster, topic, p)[2] for p in range(3)),
-        10,
+        30,
         f"broker {victim} out of every ISR",
     )
     log = cluster.brokers[victim].server_log()
