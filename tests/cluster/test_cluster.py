@@ -440,7 +440,12 @@ def test_rolling_restart_under_load_loses_nothing(cluster: Cluster) -> None:
         for broker in sorted(cluster.brokers):
             cluster.stop(broker)
             count = len(producing.acked)
-            wait_for(lambda n=count: len(producing.acked) > n + 50, 30, "writes without the broker")
+            wait_for(
+                lambda n=count: len(producing.acked) > n + 50 or bool(producing.errors),
+                60,
+                f"writes without broker {broker} ({partition_metadata(cluster, topic, 0)})",
+            )
+            assert not producing.errors, (broker, producing.errors[:3])
             cluster.start(broker)
             wait_for(
                 lambda: partition_metadata(cluster, topic, 0)[2] == [1, 2, 3],
