@@ -86,7 +86,9 @@ def test_reassignment_moves_replicas_and_the_leader_under_load(
             "the reassignment to complete",
         )
         count = len(producing.acked)
-        wait_for(lambda: len(producing.acked) > count + 200, 30, "acknowledgements afterwards")
+        # Well under the 30 s request timeout: a produce left waiting on the replica that
+        # left (once the bug here) is answered NOT_LEADER_OR_FOLLOWER at once.
+        wait_for(lambda: len(producing.acked) > count + 200, 15, "acknowledgements afterwards")
     assert not producing.errors, producing.errors[:3]
     # Every broker's metadata shows the move (UpdateMetadata reaches them one by one).
     wait_for(

@@ -159,6 +159,10 @@ class ReplicaManager:
         if self.fetchers is not None:
             self.fetchers.remove_partitions([tp])
         handle = self._partitions.pop(tp)
+        if handle.is_leader:
+            # Waiting produces check leadership on this handle: without this they would
+            # wait out their timeout instead of hearing NOT_LEADER_OR_FOLLOWER now.
+            handle.make_follower(-1, handle.leader_epoch, [], [])
         retired = self.retired_counters.setdefault(topic, [0, 0, 0, 0])
         for i, value in enumerate(handle.counters):
             retired[i] += value

@@ -343,6 +343,22 @@ fn update_state(
     }
 }
 
+/// Whether `tp` is still this fetcher's, in the state a request was built from. A
+/// fetcher's answer is applied only under its partitions lock after this check, so once
+/// the manager has moved a partition to another leader's fetcher (which takes that lock),
+/// a response still in flight to the old leader can no longer truncate or append.
+fn still_current(
+    partitions: &HashMap<TopicPartition, PartitionFetchState>,
+    tp: &TopicPartition,
+    expected: &PartitionFetchState,
+) -> bool {
+    partitions.get(tp).is_some_and(|s| {
+        Arc::ptr_eq(&s.partition, &expected.partition)
+            && s.leader_epoch == expected.leader_epoch
+            && s.truncating == expected.truncating
+    })
+}
+
 fn delay(
     shared: &FetcherShared,
     tp: &TopicPartition,
@@ -414,6 +430,10 @@ fn truncate_once(
                 delay(shared, &tp, state, config.backoff);
                 continue;
             }
+            let mut guard = lock(&shared.partitions);
+            if !still_current(&guard, &tp, state) {
+                continue;
+            }
             let log = state.partition.log();
             // Kafka's rule: without an epoch answer keep what is below the high watermark.
             let target = if result.end_offset < 0 || log.latest_epoch().is_none() {
@@ -426,10 +446,13 @@ fn truncate_once(
                     if truncated {
                         tracing::info!(partition = %tp, offset = target, "truncated to the leader's log");
                     }
-                    update_state(shared, &tp, state, |s| s.truncating = false);
+                    if let Some(s) = guard.get_mut(&tp) {
+                        s.truncating = false;
+                    }
                 }
                 Err(e) => {
                     tracing::error!(partition = %tp, error = %e, "cannot truncate the follower log");
+                    drop(guard);
                     delay(shared, &tp, state, config.backoff);
                 }
             }
@@ -445,13 +468,17 @@ fn fetch_once(
     partitions: &[(TopicPartition, PartitionFetchState)],
     config: &FetcherConfig,
 ) -> std::io::Result<()> {
+    let fetch_offsets: HashMap<&TopicPartition, i64> = partitions
+        .iter()
+        .map(|(tp, s)| (tp, s.partition.log().log_end_offset()))
+        .collect();
     let topics = group_by_topic(partitions.iter().map(|(tp, s)| {
         (
             tp.topic.clone(),
             FetchPartition::default()
                 .with_partition(tp.partition)
                 .with_current_leader_epoch(s.leader_epoch)
-                .with_fetch_offset(s.partition.log().log_end_offset())
+                .with_fetch_offset(fetch_offsets[tp])
                 .with_log_start_offset(s.partition.log().log_start_offset())
                 .with_partition_max_bytes(config.partition_max_bytes),
         )
@@ -485,11 +512,20 @@ fn fetch_once(
                 continue;
             };
             let partition = &state.partition;
+            let guard = lock(&shared.partitions);
+            // Moved to another fetcher, truncated or appended to meanwhile: this answer
+            // is stale (appending it could keep a deposed leader's divergent records).
+            if !still_current(&guard, &tp, state)
+                || partition.log().log_end_offset() != fetch_offsets[&tp]
+            {
+                continue;
+            }
             if data.error_code == ResponseError::OffsetOutOfRange.code() {
                 handle_out_of_range(partition, data.log_start_offset, data.high_watermark);
                 continue;
             }
             if data.error_code != 0 {
+                drop(guard);
                 // Not the leader any more, or an epoch mismatch: wait for LeaderAndIsr.
                 tracing::info!(partition = %tp, error_code = data.error_code, leader_epoch = state.leader_epoch, "the leader refused the fetch; retrying after the backoff");
                 delay(shared, &tp, state, config.backoff);
@@ -500,6 +536,7 @@ fn fetch_once(
             if whole > 0
                 && let Err(e) = partition.append_records_as_follower(&records[..whole])
             {
+                drop(guard);
                 tracing::error!(partition = %tp, error = %e, "follower append failed");
                 delay(shared, &tp, state, config.backoff);
                 continue;
@@ -563,6 +600,47 @@ impl ReplicaFetcherManager {
             !idle
         });
     }
+
+    fn follow(
+        &self,
+        leader_id: i32,
+        host: String,
+        port: u16,
+        partitions: Vec<(Arc<Partition>, i32)>,
+    ) {
+        let address = format!("{host}:{port}");
+        for (partition, leader_epoch) in partitions {
+            let tp = partition.topic_partition().clone();
+            self.remove(&tp);
+            let key = (leader_id, address.clone(), self.fetcher_id(&tp));
+            let mut fetchers = lock(&self.fetchers);
+            let fetcher = fetchers.entry(key.clone()).or_insert_with(|| {
+                let shared = Arc::new(FetcherShared::default());
+                let config = self.config.clone();
+                let thread_shared = Arc::clone(&shared);
+                let leader = address.clone();
+                let handle = std::thread::Builder::new()
+                    .name(format!("ReplicaFetcherThread-{}-{}", key.2, leader_id))
+                    .spawn(move || run_fetcher(thread_shared, leader, config))
+                    .expect("spawn replica fetcher thread");
+                FetcherThread {
+                    shared,
+                    handle: Some(handle),
+                }
+            });
+            tracing::info!(partition = %tp, leader = leader_id, leader_epoch, "fetching from the leader");
+            lock(&fetcher.shared.partitions).insert(
+                tp,
+                PartitionFetchState {
+                    partition,
+                    leader_epoch,
+                    truncating: true,
+                    delayed_until: None,
+                },
+            );
+            fetcher.shared.changed.notify_all();
+        }
+    }
 }
 
 #[pymethods]
@@ -614,40 +692,15 @@ impl ReplicaFetcherManager {
         host: String,
         port: u16,
         partitions: Vec<(Py<PyPartition>, i32)>,
+        py: Python<'_>,
     ) -> PyResult<()> {
-        let address = format!("{host}:{port}");
-        for (handle, leader_epoch) in partitions {
-            let partition = Arc::clone(&handle.get().inner);
-            let tp = partition.topic_partition().clone();
-            self.remove(&tp);
-            let key = (leader_id, address.clone(), self.fetcher_id(&tp));
-            let mut fetchers = lock(&self.fetchers);
-            let fetcher = fetchers.entry(key.clone()).or_insert_with(|| {
-                let shared = Arc::new(FetcherShared::default());
-                let config = self.config.clone();
-                let thread_shared = Arc::clone(&shared);
-                let leader = address.clone();
-                let handle = std::thread::Builder::new()
-                    .name(format!("ReplicaFetcherThread-{}-{}", key.2, leader_id))
-                    .spawn(move || run_fetcher(thread_shared, leader, config))
-                    .expect("spawn replica fetcher thread");
-                FetcherThread {
-                    shared,
-                    handle: Some(handle),
-                }
-            });
-            tracing::info!(partition = %tp, leader = leader_id, leader_epoch, "fetching from the leader");
-            lock(&fetcher.shared.partitions).insert(
-                tp,
-                PartitionFetchState {
-                    partition,
-                    leader_epoch,
-                    truncating: true,
-                    delayed_until: None,
-                },
-            );
-            fetcher.shared.changed.notify_all();
-        }
+        let partitions: Vec<(Arc<Partition>, i32)> = partitions
+            .iter()
+            .map(|(handle, epoch)| (Arc::clone(&handle.get().inner), *epoch))
+            .collect();
+        // Without the GIL: moving a partition waits for its old fetcher's append to end,
+        // and what that append completes (a fetch with a Python quota callback) may need it.
+        py.detach(|| self.follow(leader_id, host, port, partitions));
         Ok(())
     }
 
