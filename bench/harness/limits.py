@@ -1,7 +1,8 @@
 """The machine's raw loopback limits, measured in the same run as the broker: one TCP
 connection from a Python writer to a Python reader (what a produce could reach), and
 `os.sendfile` from a file to a socket reader (what a fetch could reach), from the page cache
-and, when the page cache can be dropped, from disk."""
+and, when the page cache can be dropped, from disk; and writing a new file (what putting
+produced bytes into the page cache costs)."""
 
 from __future__ import annotations
 
@@ -57,6 +58,31 @@ def make_file(path: Path, size: int) -> Path:
         for _ in range(size // CHUNK):
             f.write(block)
     return path
+
+
+def file_write(path: Path, total_bytes: int) -> float:
+    """MB/s of writing `total_bytes` to a new file in 1 MiB writes: what a broker pays to
+    put produced bytes into the page cache, without the disk (nothing is flushed)."""
+    block = os.urandom(CHUNK)
+    start = time.perf_counter()
+    with open(path, "wb", buffering=0) as f:
+        for _ in range(total_bytes // CHUNK):
+            f.write(block)
+    seconds = time.perf_counter() - start
+    path.unlink()
+    return total_bytes / seconds / 1e6
+
+
+def free_page_reporting() -> bool:
+    """Whether this is a virtual machine whose free memory goes back to the host
+    (virtio-balloon free page reporting): memory the page cache takes there after it was
+    free for a few seconds is faulted in from the host anew, which costs far more than
+    the copy itself."""
+    for device in Path("/sys/bus/virtio/drivers/virtio_balloon").glob("virtio*"):
+        features = (device / "features").read_text()
+        if len(features) > 5 and features[5] == "1":  # VIRTIO_BALLOON_F_REPORTING
+            return True
+    return False
 
 
 def sendfile(path: Path, passes: int = 1) -> float:

@@ -1,6 +1,10 @@
 """A null sink: a listener that speaks enough Kafka for an acks=0 producer (ApiVersions,
 Metadata) and throws the Produce requests away. Producing to it measures the client's own
-ceiling, so a broker is not judged by what the client cannot offer."""
+ceiling, so a broker is not judged by what the client cannot offer.
+
+Its counterpart for consumers, `RecordSource`, answers every Fetch from one record batch
+held in memory (only the batch's base offset changes), so a consumer reading from it runs
+at the client's own ceiling."""
 
 from __future__ import annotations
 
@@ -72,6 +76,8 @@ class NullSink:
                         self.bytes_received += size
                         continue
                     request = head + wire.recv_exact(conn, left)
+                    if self._answer(conn, api_key, version, correlation_id, request):
+                        continue
                     if api_key == wire.API_VERSIONS:
                         conn.sendall(wire.api_versions_response(correlation_id, version))
                     elif api_key == wire.API_METADATA:
@@ -85,3 +91,42 @@ class NullSink:
                         return  # anything else: the sink is for acks=0 producers only
             except (OSError, ConnectionError, struct.error):
                 return
+
+    def _answer(
+        self, conn: socket.socket, api_key: int, version: int, correlation_id: int, request: bytes
+    ) -> bool:
+        """A subclass's requests beyond the sink's; True when answered."""
+        return False
+
+
+class RecordSource(NullSink):
+    """`with RecordSource(size=1024) as source:` then consume "any topic" from
+    source.bootstrap: partition 0 holds records without end, `size` bytes each, starting at
+    offset 0. Every Fetch gets the same batch of up to `batch_bytes`, sent from memory with
+    its base offset set to the offset asked for."""
+
+    def __init__(self, size: int, batch_bytes: int = 1_000_000) -> None:
+        super().__init__(partitions=1)
+        from kafkars import _core  # the broker's own batch builder
+
+        count = max(1, batch_bytes // (size + 16))
+        value = b"x" * size
+        self.batch = _core.build_batch([(None, value, 0, [])] * count)
+        self.records_per_batch = count
+
+    def _answer(
+        self, conn: socket.socket, api_key: int, version: int, correlation_id: int, request: bytes
+    ) -> bool:
+        if api_key == wire.API_LIST_OFFSETS:
+            conn.sendall(wire.list_offsets_response(correlation_id, version, request))
+        elif api_key == wire.API_FETCH:
+            fetches = wire.fetch_request_offsets(request, version)
+            wire.send_buffers(
+                conn,
+                wire.fetch_response(
+                    correlation_id, version, fetches, self.batch, self.records_per_batch
+                ),
+            )
+        else:
+            return False
+        return True

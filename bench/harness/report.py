@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +29,12 @@ def _rate(value: float) -> str:
     return f"{value / 1e3:.0f}k" if value >= 1e3 else f"{value:.0f}"
 
 
-def _throughput_cell(row: Row | None, ratio_key: str) -> str:
+def _throughput_cell(row: Row | None, ratio_keys: tuple[str, ...]) -> str:
+    width = 16 + 5 * len(ratio_keys)
     if row is None:
-        return f"{'failed':>21}"
-    return f"{row['MBps']:7.1f} {_rate(row['records_per_s']):>6}/s {_pct(row.get(ratio_key)):>4}"
+        return f"{'failed':>{width}}"
+    ratios = "".join(f" {_pct(row.get(k)):>4}" for k in ratio_keys)
+    return f"{row['MBps']:7.1f} {_rate(row['records_per_s']):>6}/s{ratios}"
 
 
 def table(results: dict[str, Any]) -> str:
@@ -55,6 +58,7 @@ def table(results: dict[str, Any]) -> str:
         out += ["", f"{'loopback limits (one connection, Python)':<52}{'MB/s':>8}"]
         rows = [
             ("socket_write_MBps", "socket sendall → recv_into, 1 MiB chunks"),
+            ("file_write_MBps", "write to a new file (page cache), 1 MiB chunks"),
             ("sendfile_MBps", "os.sendfile, file in page cache → socket"),
             ("sendfile_cold_MBps", "os.sendfile, file on disk (caches dropped) → socket"),
         ]
@@ -64,9 +68,14 @@ def table(results: dict[str, Any]) -> str:
         if lim.get("drop_caches", "allowed") != "allowed":
             out.append(f"  ({lim['drop_caches']})")
     width = 24
-    head = f"{'':<{width}}{'ceiling':>9} |" + "|".join(f"{n[:21]:>22} " for n in names)
 
-    def section(key: str, title: str, ratio_key: str, ceiling: bool) -> None:
+    def section(
+        key: str, title: str, ratio_keys: tuple[str, ...], ceiling_key: Callable[[Row], str]
+    ) -> None:
+        cell = 16 + 5 * len(ratio_keys)
+        head = f"{'':<{width}}{'ceiling':>9} |" + "|".join(
+            f"{n[: cell - 1]:>{cell}} " for n in names
+        )
         cases: list[str] = []
         by: dict[tuple[str, str], Row] = {}
         for name in names:
@@ -79,19 +88,25 @@ def table(results: dict[str, Any]) -> str:
         out.extend(["", title, head])
         for case in cases:
             any_row = next(by[(n, case)] for n in names if (n, case) in by)
-            ceil = results.get("ceiling", {}).get(f"{any_row['size']} {any_row['codec']}")
-            ceil_cell = _num(ceil["MBps"]) if ceiling and ceil else "-"
-            cells = "|".join(f"{_throughput_cell(by.get((n, case)), ratio_key)} " for n in names)
+            ceil = results.get("ceiling", {}).get(ceiling_key(any_row))
+            ceil_cell = _num(ceil["MBps"]) if ceil else "-"
+            cells = "|".join(f"{_throughput_cell(by.get((n, case)), ratio_keys)} " for n in names)
             out.append(f"{case:<{width}}{ceil_cell:>9} |{cells}")
 
     section(
         "produce",
-        "produce: MB/s of payload, records/s, % of the socket limit; "
-        "ceiling: the client to a null sink (acks=0)",
-        "vs_socket",
-        True,
+        "produce: MB/s of payload, records/s, % of the socket limit, % of the file write "
+        "limit; ceiling: the client to a null sink (acks=0)",
+        ("vs_socket", "vs_file_write"),
+        lambda row: f"{row['size']} {row['codec']}",
     )
-    section("consume", "consume from the page cache: % of the sendfile limit", "vs_sendfile", False)
+    section(
+        "consume",
+        "consume from the page cache: % of the sendfile limit; "
+        "ceiling: the client from a record source (batches from memory)",
+        ("vs_sendfile",),
+        lambda row: f"consume {row['size']}",
+    )
 
     lag_rows = [(n, results["targets"][n].get("lag", {})) for n in names]
     if any(lag.get("consume") for _, lag in lag_rows):
@@ -351,7 +366,14 @@ def plots(results: dict[str, Any], out_dir: Path) -> list[Path]:
     plain = FuncFormatter(lambda v, _: f"{v:,.0f}")
 
     panels = [
-        ("produce", "produce, payload MB/s", [("socket write", lim.get("socket_write_MBps"))]),
+        (
+            "produce",
+            "produce, payload MB/s",
+            [
+                ("socket write", lim.get("socket_write_MBps")),
+                ("file write", lim.get("file_write_MBps")),
+            ],
+        ),
         (
             "consume",
             "consume, payload MB/s",
@@ -378,7 +400,7 @@ def plots(results: dict[str, Any], out_dir: Path) -> list[Path]:
         )
         for ax, (key, title, lines) in zip(axes[:, 0], panels, strict=True):
             cases = cases_of[key]
-            slots = len(names) + (1 if key == "produce" else 0)
+            slots = len(names) + (1 if key in ("produce", "consume") else 0)
             bar = 0.8 / slots
             for i, n in enumerate(names):
                 rows = {r["case"]: r for r in _bar_rows(results, key, n)}
@@ -387,21 +409,26 @@ def plots(results: dict[str, Any], out_dir: Path) -> list[Path]:
                 ax.barh(ys, xs, bar, color=colors[i], label=n)
                 for y, x in zip(ys, xs, strict=True):
                     ax.text(x * 1.02, y, f"{x:,.0f}", va="center", fontsize="x-small")
-            if key == "produce":
-                # The client's own ceiling for the same record size and codec.
+            if key in ("produce", "consume"):
+                # The client's own ceiling for the same record size (and codec).
                 ceiling = results.get("ceiling", {})
                 ys, xs = [], []
                 for j, c in enumerate(cases):
                     row = next(
                         r for n in names for r in _bar_rows(results, key, n) if r["case"] == c
                     )
-                    found = ceiling.get(f"{row['size']} {row['codec']}")
+                    found = ceiling.get(
+                        f"{row['size']} {row['codec']}"
+                        if key == "produce"
+                        else f"consume {row['size']}"
+                    )
                     if found:
                         ys.append(j + len(names) * bar)
                         xs.append(found["MBps"])
                 if xs:
-                    ax.barh(ys, xs, bar, color="lightgrey", hatch="//", label="client → null sink")
-            for (label, value), style in zip(lines, ("--", ":"), strict=False):
+                    source = "client → null sink" if key == "produce" else "client ← record source"
+                    ax.barh(ys, xs, bar, color="lightgrey", hatch="//", label=source)
+            for (label, value), style in zip(lines, ("--", ":", "-."), strict=False):
                 if value:
                     ax.axvline(value, color="black", linestyle=style, label=f"limit: {label}")
             ax.set_yticks([j + bar * (slots - 1) / 2 for j in range(len(cases))], cases)

@@ -25,7 +25,7 @@ from typing import Any
 
 from bench.harness import cluster, cost, limits, targets, wire
 from bench.harness.clients import Client, Run
-from bench.harness.nullsink import NullSink
+from bench.harness.nullsink import NullSink, RecordSource
 from bench.harness.progress import Progress
 from bench.harness.targets import Target
 
@@ -178,6 +178,7 @@ class Bench:
         if "limits" in g:
             steps += [
                 ("limits: socket write→read", self.limit_socket),
+                ("limits: file write → page cache", self.limit_file_write),
                 ("limits: sendfile from page cache", self.limit_sendfile),
                 ("limits: sendfile from disk (caches dropped)", self.limit_sendfile_cold),
             ]
@@ -189,6 +190,14 @@ class Bench:
                         _bind(self.client_ceiling, size, codec),
                     )
                 )
+            if "consume" in g:
+                for size in sorted({c.size for c in self.cfg.consume_cases}):
+                    steps.append(
+                        (
+                            f"client ceiling: consume {size_label(size)} ← record source",
+                            _bind(self.client_consume_ceiling, size),
+                        )
+                    )
         for st in self.states:
             steps.append((f"{st.target.name}: idle", _bind(self.idle, st)))
         if "produce" in g:
@@ -288,6 +297,19 @@ class Bench:
     def limit_socket(self) -> None:
         self.limits["socket_write_MBps"] = limits.socket_write(self.cfg.limit_bytes)
 
+    def limit_file_write(self) -> None:
+        # As much as one produce run writes, into a new file in the broker's file system.
+        path = self.workdir / "file-write.bin"
+        self.limits["file_write_MBps"] = limits.file_write(path, self.cfg.bytes_per_run)
+        if limits.free_page_reporting():
+            self.limits["free_page_reporting"] = True
+            self.note(
+                "this virtual machine hands free memory back to its host (virtio-balloon "
+                "free page reporting): page cache taken from memory free for more than a "
+                "few seconds is faulted in anew, so writing new data runs at the file "
+                "write limit, not at memory speed; produce is also shown as a share of it"
+            )
+
     def _limit_file(self) -> Path:
         path = self.workdir / "sendfile.bin"
         if not path.exists():
@@ -318,6 +340,12 @@ class Bench:
                 sink.bootstrap, "null", records=records, size=size, acks=0, codec=codec, partition=0
             )
         self.ceiling[f"{size} {codec}"] = _run_dict(run)
+
+    def client_consume_ceiling(self, size: int) -> None:
+        records = self.cfg.records(size)
+        with RecordSource(size) as source:
+            run = self.client.consume(source.bootstrap, "source", partitions=[0], records=records)
+        self.ceiling[f"consume {size}"] = _run_dict(run)
 
     # --- produce and consume -------------------------------------------------------------
 
@@ -363,6 +391,7 @@ class Bench:
         )
         row = {"case": case.label, **case.__dict__, **_run_dict(run), **_cpu(cpu, run)}
         row["vs_socket"] = _ratio(run.mb_per_s, self.limits.get("socket_write_MBps"))
+        row["vs_file_write"] = _ratio(run.mb_per_s, self.limits.get("file_write_MBps"))
         ceiling = self.ceiling.get(f"{case.size} {case.codec}")
         row["vs_ceiling"] = _ratio(run.mb_per_s, ceiling["MBps"] if ceiling else None)
         st.results.setdefault("produce", []).append(row)
@@ -385,6 +414,8 @@ class Bench:
         )
         row = {"case": case.label, **case.__dict__, **_run_dict(run), **_cpu(cpu, run)}
         row["vs_sendfile"] = _ratio(run.mb_per_s, self.limits.get("sendfile_MBps"))
+        ceiling = self.ceiling.get(f"consume {case.size}")
+        row["vs_ceiling"] = _ratio(run.mb_per_s, ceiling["MBps"] if ceiling else None)
         st.results.setdefault("consume", []).append(row)
         targets.delete_topics(st.target.bootstrap, [topic])
 
