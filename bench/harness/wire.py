@@ -7,6 +7,7 @@ from __future__ import annotations
 import socket
 import struct
 
+from kafkars import _core
 from kafkars.security.client_auth import recv_exact
 
 API_PRODUCE = 0
@@ -64,7 +65,7 @@ def probe(host: str, port: int, timeout: float = 5.0) -> None:
 SINK_VERSIONS = {
     API_PRODUCE: (0, 7),
     API_FETCH: (0, 11),
-    API_LIST_OFFSETS: (0, 1),
+    API_LIST_OFFSETS: (1, 1),
     API_METADATA: (0, 1),
     API_FIND_COORDINATOR: (0, 0),
     API_VERSIONS: (0, 3),
@@ -135,74 +136,41 @@ def metadata_response(
 # --- what the record source answers -----------------------------------------------------
 
 
-class _Reader:
-    def __init__(self, data: bytes, pos: int) -> None:
-        self.data, self.pos = data, pos
-
-    def take(self, fmt: str) -> tuple[int, ...]:
-        values = struct.unpack_from(fmt, self.data, self.pos)
-        self.pos += struct.calcsize(fmt)
-        return values
-
-    def string(self) -> str:
-        (n,) = self.take(">h")
-        raw = self.data[self.pos : self.pos + max(n, 0)]
-        self.pos += max(n, 0)
-        return raw.decode()
-
-
-def _after_header(request: bytes) -> _Reader:
-    """A reader past a v1 request header (the 8 fixed bytes and the client id)."""
-    r = _Reader(request, 8)
-    r.string()
-    return r
+def _body(request: bytes) -> bytes:
+    """A v1-header request's body (past the 8 fixed bytes and the client id)."""
+    (client_len,) = struct.unpack_from(">h", request, 8)
+    return request[10 + max(client_len, 0) :]
 
 
 def list_offsets_response(correlation_id: int, version: int, request: bytes) -> bytes:
-    """ListOffsets v0/v1: every partition starts at offset 0, and 0 is what is asked for
-    (the record source has no end: "latest" is answered like "earliest")."""
-    r = _after_header(request)
-    r.take(">i")  # replica id
-    body = b""
-    (topics,) = r.take(">i")
-    body += struct.pack(">i", topics)
-    for _ in range(topics):
-        name = r.string()
-        (partitions,) = r.take(">i")
-        body += _string(name) + struct.pack(">i", partitions)
-        for _ in range(partitions):
-            (partition, _timestamp) = r.take(">iq")
-            if version == 0:
-                r.take(">i")  # max number of offsets
-                body += struct.pack(">ihiq", partition, 0, 1, 0)
-            else:
-                body += struct.pack(">ihqq", partition, 0, -1, 0)
-    return frame(struct.pack(">i", correlation_id) + body)
+    """ListOffsets v1 (the broker's codec both ways): every partition starts at offset
+    0, and 0 is what is answered (the record source has no end: "latest" too)."""
+    body = _core.protocol.decode_request(API_LIST_OFFSETS, version, _body(request))
+    topics = [
+        {
+            "name": t["name"],
+            "partitions": [
+                {
+                    "partition_index": p["partition_index"],
+                    "timestamp": -1,
+                    "offset": 0,
+                }
+                for p in t["partitions"]
+            ],
+        }
+        for t in body["topics"]
+    ]
+    response = _core.protocol.encode_response(API_LIST_OFFSETS, version, {"topics": topics})
+    return frame(struct.pack(">i", correlation_id) + response)
 
 
 def fetch_request_offsets(request: bytes, version: int) -> list[tuple[str, list[tuple[int, int]]]]:
-    """The (topic, [(partition, fetch offset)]) of a Fetch v4 to v11 request."""
-    r = _after_header(request)
-    r.take(">iiiib")  # replica id, max wait, min bytes, max bytes, isolation level
-    if version >= 7:
-        r.take(">ii")  # session id and epoch
-    (topics,) = r.take(">i")
-    out = []
-    for _ in range(topics):
-        name = r.string()
-        (partitions,) = r.take(">i")
-        offsets = []
-        for _ in range(partitions):
-            (partition,) = r.take(">i")
-            if version >= 9:
-                r.take(">i")  # current leader epoch
-            (offset,) = r.take(">q")
-            if version >= 5:
-                r.take(">q")  # log start offset
-            r.take(">i")  # partition max bytes
-            offsets.append((partition, offset))
-        out.append((name, offsets))
-    return out
+    """The (topic, [(partition, fetch offset)]) of a Fetch request (the broker's codec)."""
+    body = _core.protocol.decode_request(API_FETCH, version, _body(request))
+    return [
+        (t["topic"], [(p["partition"], p["fetch_offset"]) for p in t["partitions"]])
+        for t in body["topics"]
+    ]
 
 
 def fetch_response(
@@ -213,7 +181,8 @@ def fetch_response(
     records_per_batch: int,
 ) -> list[bytes | memoryview]:
     """A Fetch v4 to v11 response, as buffers for `sendmsg`: each partition gets `batch`
-    whose 8-byte base offset (outside the batch's CRC) is the offset asked for."""
+    whose 8-byte base offset (outside the batch's CRC) is the offset asked for. Laid out
+    here rather than by the codec so the batch is sent from memory without a copy."""
     rest = memoryview(batch)[8:]
     parts: list[bytes | memoryview] = []
     head = struct.pack(">i", 0)  # throttle time
