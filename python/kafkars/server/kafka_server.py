@@ -205,11 +205,12 @@ class KafkaServer:
         t = step("log manager", t)
         log.info(
             "Loaded %d partition(s) in %.0f ms: %d recovered after an unclean shutdown "
-            "(%d segment(s) scanned, %d bytes truncated), %d skipped recovery",
+            "(%d segment(s) scanned, %d bytes read, %d bytes truncated), %d skipped recovery",
             report["partitions"],
             report["duration_ms"],
             len(report["recovered"]),
             report["segments_recovered"],
+            report["scanned_bytes"],
             report["truncated_bytes"],
             report["skipped"],
         )

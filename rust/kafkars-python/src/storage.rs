@@ -386,6 +386,7 @@ impl PyLogManager {
         out.set_item("skipped", report.skipped.len())?;
         out.set_item("truncated_bytes", report.truncated_bytes())?;
         out.set_item("segments_recovered", report.segments_recovered())?;
+        out.set_item("scanned_bytes", report.scanned_bytes())?;
         out.set_item("duration_ms", report.duration.as_secs_f64() * 1000.0)?;
         Ok(out)
     }

@@ -3,6 +3,7 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use memmap2::{Advice, MmapMut};
 
@@ -25,6 +26,9 @@ pub(crate) struct AbstractIndex {
     max_index_size: usize,
     entry_size: usize,
     entries: usize,
+    /// Entries written since the last fsync: flushing a clean index costs a disk flush
+    /// for nothing (a clean shutdown of 9,000 idle partitions did 18,000 of them).
+    dirty: AtomicBool,
 }
 
 fn round_down(size: u64, entry_size: usize) -> u64 {
@@ -94,6 +98,7 @@ impl AbstractIndex {
             max_index_size,
             entry_size,
             entries,
+            dirty: AtomicBool::new(false),
         })
     }
 
@@ -128,12 +133,16 @@ impl AbstractIndex {
         let at = self.entries * self.entry_size;
         self.mmap[at..at + self.entry_size].copy_from_slice(bytes);
         self.entries += 1;
+        *self.dirty.get_mut() = true;
     }
 
     /// Forgets entries at and after `n` (zeroing them, so a crash leaves a clean tail).
     pub(crate) fn truncate_to_entries(&mut self, n: usize) {
         let n = n.min(self.entries);
-        self.mmap[n * self.entry_size..self.entries * self.entry_size].fill(0);
+        if n < self.entries {
+            self.mmap[n * self.entry_size..self.entries * self.entry_size].fill(0);
+            *self.dirty.get_mut() = true;
+        }
         self.entries = n;
     }
 
@@ -160,9 +169,21 @@ impl AbstractIndex {
         self.resize(self.entries * self.entry_size).map(|_| ())
     }
 
-    /// Writes dirty pages back and fsyncs the file.
+    /// Writes dirty pages back and fsyncs the file, if anything was written since the
+    /// last time.
     pub(crate) fn flush(&self) -> Result<()> {
-        self.mmap.flush().at(&self.path)
+        if !self.take_dirty() {
+            return Ok(());
+        }
+        self.mmap.flush().at(&self.path).inspect_err(|_| {
+            self.dirty.store(true, Ordering::Release);
+        })
+    }
+
+    /// Whether entries were written since the last call (or flush): the caller then
+    /// fsyncs the file itself.
+    pub(crate) fn take_dirty(&self) -> bool {
+        self.dirty.swap(false, Ordering::AcqRel)
     }
 
     pub(crate) fn rename_to(&mut self, path: &Path) -> Result<()> {

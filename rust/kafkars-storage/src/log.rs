@@ -260,7 +260,7 @@ fn load_state(
         .iter_mut()
         .next_back()
         .expect("at least one segment");
-    active.resize_indexes(config.max_index_size)?;
+    active.resize_indexes_before_append(config.max_index_size);
     active.set_roll_jitter_ms(jitter(config.segment_jitter_ms, now ^ active.base_offset()));
     let leo = match active.read_next_offset() {
         Ok(leo) => leo,
@@ -268,7 +268,7 @@ fn load_state(
         // than refuse to start.
         Err(LogError::CorruptSegment { .. }) => {
             let r = active.recover()?;
-            active.resize_indexes(config.max_index_size)?;
+            active.resize_indexes_before_append(config.max_index_size);
             r.next_offset.unwrap_or(active.base_offset())
         }
         Err(e) => return Err(e),
@@ -1523,13 +1523,18 @@ impl Log {
         if self.closed.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
+        // The flush above made the `.log` files and the indexes durable up to the log end
+        // (unless an append came in between) and every change of the epoch cache wrote
+        // its file: what is left to sync is what closing wrote, a final time index entry.
+        let appended_since = self.recovery_point() < self.log_end_offset();
         for seg in guard.0.segments.values_mut() {
             seg.close()?;
+            if appended_since {
+                seg.flush()?;
+            } else {
+                seg.flush_indexes()?;
+            }
         }
-        for seg in guard.0.segments.values() {
-            seg.flush()?;
-        }
-        guard.0.epoch_cache.flush()?;
         // Clean shutdown: the next load starts from here instead of replaying.
         let leo = self.log_end_offset();
         guard.0.producer_state.advance_to(leo);

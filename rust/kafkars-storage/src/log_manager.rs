@@ -62,6 +62,11 @@ impl LoadReport {
     pub fn segments_recovered(&self) -> usize {
         self.partitions.values().map(|s| s.segments_recovered).sum()
     }
+
+    /// Total bytes those scans read.
+    pub fn scanned_bytes(&self) -> u64 {
+        self.partitions.values().map(|s| s.scanned_bytes).sum()
+    }
 }
 
 struct LogDir {

@@ -202,6 +202,17 @@ impl OffsetIndex {
         self.idx.truncate_to_entries(keep);
     }
 
+    /// Entry `n` as stored (recovery reads entries one by one: a file left by a crash may
+    /// hold a torn tail that a binary search must not see).
+    pub(crate) fn entry_at(&self, n: usize) -> OffsetPosition {
+        self.parse(self.idx.entry(n))
+    }
+
+    /// Keeps the first `n` entries.
+    pub(crate) fn truncate_to_entries(&mut self, n: usize) {
+        self.idx.truncate_to_entries(n);
+    }
+
     /// Removes every entry.
     pub fn reset(&mut self) {
         self.idx.truncate_to_entries(0);
@@ -249,9 +260,14 @@ impl OffsetIndex {
         self.idx.trim_to_valid_size()
     }
 
-    /// Writes dirty pages to disk.
+    /// Writes dirty pages to disk (nothing when no entry changed since the last flush).
     pub fn flush(&self) -> Result<()> {
         self.idx.flush()
+    }
+
+    /// Whether entries changed since the last flush (clearing that): the caller fsyncs.
+    pub(crate) fn take_dirty(&self) -> bool {
+        self.idx.take_dirty()
     }
 
     /// Renames the file (e.g. to add `.deleted`).

@@ -204,6 +204,8 @@ pub struct ProducerStateManager {
     ongoing: BTreeMap<i64, i64>,
     /// The next offset the state has seen (everything below is accounted for).
     map_end_offset: i64,
+    /// The offset of the snapshot loaded or last written.
+    last_snapshot_offset: Option<i64>,
 }
 
 impl ProducerStateManager {
@@ -216,6 +218,7 @@ impl ProducerStateManager {
             producers: HashMap::new(),
             ongoing: BTreeMap::new(),
             map_end_offset: log_start_offset,
+            last_snapshot_offset: None,
         };
         let mut snapshots = list_snapshots(dir)?;
         snapshots.sort_unstable_by_key(|(offset, _)| std::cmp::Reverse(*offset));
@@ -236,6 +239,7 @@ impl ProducerStateManager {
                         .collect();
                     manager.producers = entries.into_iter().map(|e| (e.producer_id, e)).collect();
                     manager.map_end_offset = offset;
+                    manager.last_snapshot_offset = Some(offset);
                     break;
                 }
                 Err(e) => {
@@ -364,12 +368,18 @@ impl ProducerStateManager {
         before - self.producers.len()
     }
 
-    /// Writes `<map end offset>.snapshot` and keeps only the two newest snapshots.
-    pub fn take_snapshot(&self) -> Result<()> {
+    /// Writes `<map end offset>.snapshot` and keeps only the two newest snapshots. As in
+    /// Kafka, nothing is written when the newest snapshot is already at that offset (a
+    /// clean shutdown of an idle partition wrote, synced and renamed the same bytes).
+    pub fn take_snapshot(&mut self) -> Result<()> {
         let path = snapshot_path(&self.dir, self.map_end_offset);
+        if self.last_snapshot_offset == Some(self.map_end_offset) && path.exists() {
+            return Ok(());
+        }
         let mut entries: Vec<&ProducerStateEntry> = self.producers.values().collect();
         entries.sort_unstable_by_key(|e| e.producer_id);
         write_atomically(&path, &encode_snapshot(&entries))?;
+        self.last_snapshot_offset = Some(self.map_end_offset);
         let mut snapshots = list_snapshots(&self.dir)?;
         snapshots.sort_unstable_by_key(|(offset, _)| std::cmp::Reverse(*offset));
         for (_, old) in snapshots.into_iter().skip(2) {

@@ -2,7 +2,7 @@
 //! and its `.index` / `.timeindex`, named by the 20-digit base offset.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufReader, IoSlice, Read};
+use std::io::{self, BufReader, IoSlice, Read, Seek, SeekFrom};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -14,9 +14,9 @@ use kafkars_record::{
 
 use crate::error::{IoContext, LogError, Result};
 use crate::fetch::{FetchDataInfo, FileSlice, LogOffsetMetadata};
-use crate::offset_index::{OffsetIndex, OffsetPosition};
+use crate::offset_index::{OFFSET_INDEX_ENTRY_SIZE, OffsetIndex, OffsetPosition};
 use crate::producer_state::ProducerBatch;
-use crate::time_index::{NO_TIMESTAMP, TimeIndex, TimestampOffset};
+use crate::time_index::{NO_TIMESTAMP, TIME_INDEX_ENTRY_SIZE, TimeIndex, TimestampOffset};
 use crate::transaction_index::TXN_INDEX_FILE_SUFFIX;
 
 /// Suffix of segment data files.
@@ -143,6 +143,8 @@ pub struct SegmentRecovery {
     pub truncated_bytes: u64,
     /// The offset after the last valid batch, if any.
     pub next_offset: Option<i64>,
+    /// Bytes read and validated (from where the flushed prefix ends, when it was known).
+    pub scanned_bytes: u64,
     /// `(partitionLeaderEpoch, baseOffset)` of each valid batch where the epoch changes.
     pub epoch_starts: Vec<(i32, i64)>,
 }
@@ -195,6 +197,9 @@ pub struct LogSegment {
     rolling_based_timestamp: Option<i64>,
     /// Largest timestamp and the offset of its batch, loaded lazily from the time index.
     max_timestamp_so_far: Mutex<Option<TimestampOffset>>,
+    /// The size the indexes grow to before the next append (set on the segment that is
+    /// active at load; see `resize_indexes_before_append`).
+    grow_indexes_to: Option<usize>,
 }
 
 impl LogSegment {
@@ -332,6 +337,7 @@ impl LogSegment {
             roll_jitter_ms: 0,
             created_ms: 0,
             rolling_based_timestamp: None,
+            grow_indexes_to: None,
             max_timestamp_so_far: Mutex::new(None),
         }
     }
@@ -602,6 +608,7 @@ impl LogSegment {
         if total == 0 {
             return Ok(());
         }
+        self.grow_pending_indexes()?;
         if !self.can_convert_to_relative_offset(largest_offset) {
             return Err(LogError::InvalidOffset(format!(
                 "offset {largest_offset} does not fit segment {} (32-bit relative offsets)",
@@ -795,6 +802,14 @@ impl LogSegment {
     /// Rebuilds both indexes from the `.log`, validating every batch (CRC and
     /// structure), and truncates the file at the first invalid or incomplete batch.
     pub fn recover(&mut self) -> Result<SegmentRecovery> {
+        self.recover_from(None)
+    }
+
+    /// [`recover`](Self::recover) of the segment holding the recovery point: everything
+    /// below `flushed_before` was fsynced together with its index entries, so the scan
+    /// starts at the last offset index entry below it (checked against the batch there)
+    /// and recovery costs what was not flushed, not the whole segment.
+    pub fn recover_from(&mut self, flushed_before: Option<i64>) -> Result<SegmentRecovery> {
         let mut offset_index = self
             .offset_index
             .get_mut()
@@ -805,10 +820,12 @@ impl LogSegment {
             .get_mut()
             .unwrap_or_else(|e| e.into_inner())
             .take();
-        // Indexes are rebuilt from scratch in their existing files (reset below; the trim
-        // at the end cuts whatever stale entries lie past the rebuilt ones). A file that
-        // cannot even be opened is replaced; replacing every one cost a new inode per
-        // segment, which ext4 makes slow to find after many deletes.
+        // Indexes are rebuilt in their existing files: entries past the flushed prefix are
+        // dropped, the scan collects the new ones and the files are sized to fit them at
+        // the end (growing to the maximum and trimming back cost more than the scan of a
+        // small segment). A file that cannot even be opened is replaced; replacing every
+        // one cost a new inode per segment, which ext4 makes slow to find after many
+        // deletes.
         let (base, max) = (self.base_offset, self.max_index_size);
         let mut offset_index = match offset_index.take() {
             Some(i) => i,
@@ -824,21 +841,38 @@ impl LogSegment {
                 TimeIndex::open(&self.time_index_path, base, max)
             })?,
         };
-        offset_index.resize_to_max()?;
-        time_index.resize_to_max()?;
-        offset_index.reset();
-        time_index.reset();
-
-        let file = File::open(&self.log_path).at(&self.log_path)?;
+        let mut file = File::open(&self.log_path).at(&self.log_path)?;
         let file_size = file.metadata().at(&self.log_path)?.len();
-        let mut reader = BufReader::with_capacity(1 << 20, file);
-        let mut result = SegmentRecovery::default();
-        let mut max = TimestampOffset {
-            timestamp: NO_TIMESTAMP,
-            offset: self.base_offset,
+        let resume = match flushed_before {
+            Some(offset) => self.flushed_prefix(&offset_index, offset, file_size)?,
+            None => None,
         };
         let mut valid: u64 = 0;
-        let mut last_index_entry: u64 = 0;
+        match resume {
+            Some((entries, at)) => {
+                offset_index.truncate_to_entries(entries);
+                time_index.truncate_to_entries(time_index.entries_up_to(at.offset));
+                valid = u64::from(at.position);
+                file.seek(SeekFrom::Start(valid)).at(&self.log_path)?;
+            }
+            None => {
+                offset_index.reset();
+                time_index.reset();
+            }
+        }
+        let mut reader = BufReader::with_capacity(
+            (file_size - valid).clamp(LOG_OVERHEAD as u64, 1 << 20) as usize,
+            file,
+        );
+        let mut result = SegmentRecovery::default();
+        // The time index's last kept entry is the largest timestamp up to the resume point
+        // (each offset index entry was written with one, as the append path does).
+        let mut max = time_index.last_entry();
+        let mut last_time_entry = max;
+        let mut new_offset_entries: Vec<(i64, u32)> = Vec::new();
+        let mut new_time_entries: Vec<TimestampOffset> = Vec::new();
+        let scan_start = valid;
+        let mut last_index_entry: u64 = valid;
         let mut min_next_offset = self.base_offset;
         let mut last_epoch: Option<i32> = None;
         let mut buf: Vec<u8> = Vec::new();
@@ -879,8 +913,11 @@ impl LogSegment {
                 };
             }
             if valid - last_index_entry > u64::from(self.index_interval_bytes) {
-                offset_index.append(batch.last_offset(), valid as u32)?;
-                time_index.maybe_append(max.timestamp, max.offset, false)?;
+                new_offset_entries.push((batch.last_offset(), valid as u32));
+                if max.timestamp > last_time_entry.timestamp {
+                    new_time_entries.push(max);
+                    last_time_entry = max;
+                }
                 last_index_entry = valid;
             }
             let epoch = batch.partition_leader_epoch();
@@ -894,13 +931,25 @@ impl LogSegment {
         drop(reader);
         result.valid_bytes = valid;
         result.truncated_bytes = file_size - valid;
+        result.scanned_bytes = valid - scan_start;
         if result.truncated_bytes > 0 {
             self.log_file()?.set_len(valid).at(&self.log_path)?;
         }
         self.size = valid as u32;
-        time_index.maybe_append(max.timestamp, max.offset, true)?;
-        offset_index.trim_to_valid_size()?;
-        time_index.trim_to_valid_size()?;
+        if max.timestamp > last_time_entry.timestamp {
+            new_time_entries.push(max);
+        }
+        offset_index.resize(
+            (offset_index.entries() + new_offset_entries.len()) * OFFSET_INDEX_ENTRY_SIZE,
+        )?;
+        for (offset, position) in new_offset_entries {
+            offset_index.append(offset, position)?;
+        }
+        time_index
+            .resize((time_index.entries() + new_time_entries.len()) * TIME_INDEX_ENTRY_SIZE)?;
+        for t in new_time_entries {
+            time_index.maybe_append(t.timestamp, t.offset, true)?;
+        }
         *self
             .offset_index
             .get_mut()
@@ -913,6 +962,39 @@ impl LogSegment {
         self.bytes_since_last_index_entry = (valid - last_index_entry) as u32;
         self.rolling_based_timestamp = None;
         Ok(result)
+    }
+
+    /// Where recovery may resume: the number of offset index entries to keep and the
+    /// last of them, the last entry below `flushed_before` in a strictly increasing run
+    /// from the start, if the batch at its position starts no later than its offset.
+    /// `None` (scan everything) when the index gives nothing trustworthy.
+    fn flushed_prefix(
+        &self,
+        index: &OffsetIndex,
+        flushed_before: i64,
+        file_size: u64,
+    ) -> Result<Option<(usize, OffsetPosition)>> {
+        let mut found: Option<(usize, OffsetPosition)> = None;
+        for n in 0..index.entries() {
+            let e = index.entry_at(n);
+            let increasing =
+                found.is_none_or(|(_, f)| e.offset > f.offset && e.position > f.position);
+            if !increasing || e.offset >= flushed_before || u64::from(e.position) >= file_size {
+                break;
+            }
+            found = Some((n + 1, e));
+        }
+        let Some((_, at)) = found else {
+            return Ok(None);
+        };
+        let mut first = None;
+        // Whatever is at that position may be garbage: a failed read only means no resume.
+        let _ = self.scan_headers(at.position, |h, _, _| {
+            first = Some(h.last_offset);
+            Ok(false)
+        });
+        Ok(found
+            .filter(|_| first.is_some_and(|last| last >= self.base_offset && last <= at.offset)))
     }
 
     /// Removes everything from the batch holding `offset` on; returns the bytes removed.
@@ -953,6 +1035,7 @@ impl LogSegment {
     /// (minus this segment's jitter) has elapsed since the first batch, an index is
     /// full, or the append's last offset no longer fits 32-bit relative offsets.
     pub fn should_roll(&mut self, p: &RollParams) -> Result<bool> {
+        self.grow_pending_indexes()?;
         let reached_roll_ms = self.size > 0
             && self.time_waited_for_roll(p.now_ms, p.max_timestamp_in_messages)?
                 > p.max_segment_ms - self.roll_jitter_ms;
@@ -989,6 +1072,7 @@ impl LogSegment {
 
     /// Resizes both indexes to the maximum size, for a segment that becomes active again.
     pub fn resize_indexes(&mut self, size: usize) -> Result<()> {
+        self.grow_indexes_to = None;
         self.offset_index()?
             .as_mut()
             .expect("loaded")
@@ -997,9 +1081,25 @@ impl LogSegment {
         Ok(())
     }
 
+    /// Lets both indexes grow to `size` just before the next append instead of now. For
+    /// the segment active at load: a resize truncates and remaps both files and the trim
+    /// at shutdown undoes it, which with thousands of partitions taking no append in
+    /// between was most of what start-up and a clean shutdown did.
+    pub fn resize_indexes_before_append(&mut self, size: usize) {
+        self.grow_indexes_to = Some(size);
+    }
+
+    fn grow_pending_indexes(&mut self) -> Result<()> {
+        if let Some(size) = self.grow_indexes_to {
+            self.resize_indexes(size)?;
+        }
+        Ok(())
+    }
+
     /// Called when a newer segment becomes active: writes the final time index entry
     /// and trims both indexes to their entries.
     pub fn on_became_inactive_segment(&mut self) -> Result<()> {
+        self.grow_indexes_to = None;
         let max = self.max_timestamp_and_offset()?;
         {
             let mut ti = self.time_index()?;
@@ -1014,19 +1114,23 @@ impl LogSegment {
         Ok(())
     }
 
-    /// Files to fsync: the `.log` (its open handle) and any loaded index (by path: an
-    /// index keeps no descriptor; on Linux an fsync through any descriptor of the file
-    /// writes back the pages its mapping dirtied). Returned so the caller can sync
-    /// without holding the log's lock.
+    /// Files to fsync: the `.log` (its open handle) and any loaded index written since
+    /// its last flush (by path: an index keeps no descriptor; on Linux an fsync through
+    /// any descriptor of the file writes back the pages its mapping dirtied). Returned so
+    /// the caller can sync without holding the log's lock.
     pub fn flush_handles(&self) -> Result<Vec<(PathBuf, Option<Arc<File>>)>> {
         let mut out = Vec::with_capacity(3);
         if let Some(f) = self.log_file.get() {
             out.push((self.log_path.clone(), Some(Arc::clone(f))));
         }
-        if let Some(i) = lock(&self.offset_index).as_ref() {
+        if let Some(i) = lock(&self.offset_index).as_ref()
+            && i.take_dirty()
+        {
             out.push((i.path().to_path_buf(), None));
         }
-        if let Some(i) = lock(&self.time_index).as_ref() {
+        if let Some(i) = lock(&self.time_index).as_ref()
+            && i.take_dirty()
+        {
             out.push((i.path().to_path_buf(), None));
         }
         Ok(out)
@@ -1037,6 +1141,11 @@ impl LogSegment {
         if let Some(f) = self.log_file.get() {
             f.sync_all().at(&self.log_path)?;
         }
+        self.flush_indexes()
+    }
+
+    /// Fsyncs the indexes written since their last flush.
+    pub fn flush_indexes(&self) -> Result<()> {
         if let Some(i) = lock(&self.offset_index).as_ref() {
             i.flush()?;
         }

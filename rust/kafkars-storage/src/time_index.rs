@@ -209,6 +209,27 @@ impl TimeIndex {
         self.idx.truncate_to_entries(keep);
     }
 
+    /// How many entries, from the first, have offsets `<= offset` and increase (read one
+    /// by one, as recovery must: a crash may leave a torn tail).
+    pub(crate) fn entries_up_to(&self, offset: i64) -> usize {
+        let mut last: Option<TimestampOffset> = None;
+        for n in 0..self.entries() {
+            let e = self.parse(self.idx.entry(n));
+            if e.offset > offset
+                || last.is_some_and(|l| e.offset < l.offset || e.timestamp <= l.timestamp)
+            {
+                return n;
+            }
+            last = Some(e);
+        }
+        self.entries()
+    }
+
+    /// Keeps the first `n` entries.
+    pub(crate) fn truncate_to_entries(&mut self, n: usize) {
+        self.idx.truncate_to_entries(n);
+    }
+
     /// Removes every entry.
     pub fn reset(&mut self) {
         self.idx.truncate_to_entries(0);
@@ -260,9 +281,14 @@ impl TimeIndex {
         self.idx.trim_to_valid_size()
     }
 
-    /// Writes dirty pages to disk.
+    /// Writes dirty pages to disk (nothing when no entry changed since the last flush).
     pub fn flush(&self) -> Result<()> {
         self.idx.flush()
+    }
+
+    /// Whether entries changed since the last flush (clearing that): the caller fsyncs.
+    pub(crate) fn take_dirty(&self) -> bool {
+        self.idx.take_dirty()
     }
 
     /// Renames the file.

@@ -679,3 +679,53 @@ fn a_zip_bomb_is_refused_not_inflated() {
     assert!(err.to_string().contains("exceed"), "{err}");
     assert_eq!(log.log_end_offset(), 0);
 }
+
+#[test]
+fn a_clean_restart_touches_no_file_until_the_next_append() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(MockClock::new(1_000));
+    let log = open(dir.path(), small_config(), true, 0, &clock);
+    for i in 0..10 {
+        log.append_as_leader(&batch(5, 1_000 + i, 100), 0).unwrap();
+    }
+    log.close().unwrap();
+    let index = dir.path().join("00000000000000000000.index");
+    let trimmed = std::fs::metadata(&index).unwrap().len();
+    assert!(trimmed > 0 && trimmed < 4096, "trimmed at close: {trimmed}");
+    let modified = |name: &str| {
+        std::fs::metadata(dir.path().join(name))
+            .unwrap()
+            .modified()
+            .unwrap()
+    };
+    let files = [
+        "00000000000000000000.index",
+        "00000000000000000000.timeindex",
+        "00000000000000000050.snapshot",
+        "leader-epoch-checkpoint",
+    ];
+    let before: Vec<_> = files.iter().map(|f| modified(f)).collect();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+
+    // Opened and closed again without an append: nothing is resized, trimmed or rewritten.
+    let log = open(dir.path(), small_config(), true, 50, &clock);
+    assert_eq!(std::fs::metadata(&index).unwrap().len(), trimmed);
+    log.close().unwrap();
+    let after: Vec<_> = files.iter().map(|f| modified(f)).collect();
+    assert_eq!(before, after);
+
+    // The first append grows the indexes again: more entries than the trimmed file held
+    // go into the same segment, and a lookup finds them after another restart.
+    let log = open(dir.path(), small_config(), true, 50, &clock);
+    for i in 0..10 {
+        log.append_as_leader(&batch(5, 2_000 + i, 100), 0).unwrap();
+    }
+    assert_eq!(log.num_segments(), 1);
+    log.close().unwrap();
+    assert!(std::fs::metadata(&index).unwrap().len() > trimmed);
+    let log = open(dir.path(), small_config(), true, 100, &clock);
+    log.set_high_watermark(100);
+    let info = log.read(77, 1, 100, true).unwrap();
+    let bytes = info.records.unwrap().read_to_vec().unwrap();
+    assert_eq!(offsets_of(&bytes)[0], (75, 79));
+}
