@@ -257,7 +257,7 @@ class Partition:
     isr: list[int]
     high_watermark: int
     last_stable_offset: int
-    counters: tuple[int, int, int, int]
+    counters: tuple[int, int, int]
     replica_states: list[tuple[int, int, int]]
     def set_min_insync_replicas(self, value: int) -> None: ...
     def make_leader(self, leader_epoch: int, replicas: list[int], isr: list[int]) -> bool: ...

@@ -57,7 +57,7 @@ class BrokerCollector:
             topic: list(values) for topic, values in replica_manager.retired_counters.items()
         }
         for p in replica_manager.partitions():
-            sums = totals.setdefault(p.topic, [0, 0, 0, 0])
+            sums = totals.setdefault(p.topic, [0, 0, 0])
             for i, value in enumerate(p.counters):
                 sums[i] += value
         # CounterMetricFamily appends `_total` to each name.
@@ -66,7 +66,6 @@ class BrokerCollector:
                 ("kafka_server_brokertopicmetrics_in_bytes", "Bytes appended."),
                 ("kafka_server_brokertopicmetrics_in_records", "Records in."),
                 ("kafka_server_brokertopicmetrics_out_bytes", "Bytes fetched."),
-                ("kafka_server_brokertopicmetrics_out_records", "Records out."),
             )
         ):
             family = CounterMetricFamily(name, doc, labels=["topic"])

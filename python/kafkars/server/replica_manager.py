@@ -163,7 +163,7 @@ class ReplicaManager:
             # Waiting produces check leadership on this handle: without this they would
             # wait out their timeout instead of hearing NOT_LEADER_OR_FOLLOWER now.
             handle.make_follower(-1, handle.leader_epoch, [], [])
-        retired = self.retired_counters.setdefault(topic, [0, 0, 0, 0])
+        retired = self.retired_counters.setdefault(topic, [0, 0, 0])
         for i, value in enumerate(handle.counters):
             retired[i] += value
         self.log_manager.delete_log(topic, partition)

@@ -233,8 +233,7 @@ impl FetchSpec {
         if self.replica_id < 0
             && let Some(s) = &slice
         {
-            // Records counted from the batch headers (page-cache reads), off the GIL.
-            partition.record_fetched(u64::from(s.size), s.count_records().unwrap_or(0));
+            partition.record_fetched(u64::from(s.size));
         }
         PartitionRead {
             data: PartitionData::default()

@@ -77,15 +77,14 @@ impl PyPartition {
         self.inner.last_stable_offset()
     }
 
-    /// `(bytes_in, messages_in, bytes_out, messages_out)` since the partition was opened.
+    /// `(bytes_in, messages_in, bytes_out)` since the partition was opened.
     #[getter]
-    fn counters(&self) -> (u64, u64, u64, u64) {
+    fn counters(&self) -> (u64, u64, u64) {
         let c = self.inner.counters();
         (
             c.bytes_in.load(Ordering::Relaxed),
             c.messages_in.load(Ordering::Relaxed),
             c.bytes_out.load(Ordering::Relaxed),
-            c.messages_out.load(Ordering::Relaxed),
         )
     }
 

@@ -104,10 +104,9 @@ pub struct PartitionCounters {
     pub bytes_in: AtomicU64,
     /// Records appended by producers.
     pub messages_in: AtomicU64,
-    /// Bytes sent to consumers.
+    /// Bytes sent to consumers. (Records are not counted on the way out, as in Kafka:
+    /// counting them read every batch header of every fetch, a pread each.)
     pub bytes_out: AtomicU64,
-    /// Records sent to consumers.
-    pub messages_out: AtomicU64,
 }
 
 /// See the module docs. Shared as `Arc<Partition>`; every method is thread-safe.
@@ -578,12 +577,9 @@ impl Partition {
         }
     }
 
-    /// Counts bytes and records sent to a consumer.
-    pub fn record_fetched(&self, bytes: u64, records: u64) {
+    /// Counts bytes sent to a consumer.
+    pub fn record_fetched(&self, bytes: u64) {
         self.counters.bytes_out.fetch_add(bytes, Ordering::Relaxed);
-        self.counters
-            .messages_out
-            .fetch_add(records, Ordering::Relaxed);
     }
 }
 
