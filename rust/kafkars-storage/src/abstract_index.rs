@@ -5,7 +5,7 @@ use std::fs::{self, File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use memmap2::{Advice, MmapMut};
+use memmap2::{Advice, MmapMut, MmapOptions};
 
 use crate::error::{IoContext, LogError, Result};
 
@@ -35,11 +35,16 @@ fn round_down(size: u64, entry_size: usize) -> u64 {
     size - size % entry_size as u64
 }
 
-fn map(file: &File, path: &Path) -> Result<MmapMut> {
+/// Maps the `len` bytes `file` has (given, so mapping costs no stat of its own).
+fn map(file: &File, path: &Path, len: u64) -> Result<MmapMut> {
+    let len = usize::try_from(len).map_err(|_| LogError::CorruptIndex {
+        path: path.to_path_buf(),
+        reason: format!("file size {len} does not fit in memory"),
+    })?;
     // SAFETY: the mapping is private to this process' index object; the index file is
     // only resized through this object (which remaps), and kafkars owns the log
     // directory under an exclusive lock, so no other writer truncates it underneath.
-    let mmap = unsafe { MmapMut::map_mut(file) }.at(path)?;
+    let mmap = unsafe { MmapOptions::new().len(len).map_mut(file) }.at(path)?;
     // Lookups are binary searches and appends touch one page: readahead around a fault
     // only fills the page cache with the preallocated zero tail, which the next trim
     // then has to drop again (most of a crash recovery's time, before this).
@@ -59,18 +64,24 @@ impl AbstractIndex {
         entry_size: usize,
         live_entries: impl Fn(&[u8], usize) -> usize,
     ) -> Result<Self> {
-        let exists = path.exists();
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .at(path)?;
-        if !exists {
-            file.set_len(round_down(max_index_size as u64, entry_size))
-                .at(path)?;
-        }
+        // Opened first without O_CREAT: whether the file existed decides how it is read,
+        // and asking the open costs no extra stat.
+        let (file, exists) = match OpenOptions::new().read(true).write(true).open(path) {
+            Ok(file) => (file, true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let file = OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create(true)
+                    .truncate(false)
+                    .open(path)
+                    .at(path)?;
+                file.set_len(round_down(max_index_size as u64, entry_size))
+                    .at(path)?;
+                (file, false)
+            }
+            Err(e) => return Err(LogError::io(path, e)),
+        };
         let len = file.metadata().at(path)?.len();
         if len % entry_size as u64 != 0 {
             return Err(LogError::CorruptIndex {
@@ -84,7 +95,7 @@ impl AbstractIndex {
                 reason: format!("file size {len} is larger than any index"),
             });
         }
-        let mmap = map(&file, path)?;
+        let mmap = map(&file, path, len)?;
         drop(file);
         let entries = if exists {
             live_entries(&mmap, (len as usize) / entry_size)
@@ -159,7 +170,7 @@ impl AbstractIndex {
             .open(&self.path)
             .at(&self.path)?;
         file.set_len(rounded as u64).at(&self.path)?;
-        self.mmap = map(&file, &self.path)?;
+        self.mmap = map(&file, &self.path, rounded as u64)?;
         self.entries = self.entries.min(rounded / self.entry_size);
         Ok(true)
     }

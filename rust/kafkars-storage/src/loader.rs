@@ -38,6 +38,9 @@ pub(crate) struct LoadedSegments {
     pub(crate) segments: BTreeMap<i64, LogSegment>,
     pub(crate) stats: PartitionLoadStats,
     pub(crate) epoch_starts: Vec<(i32, i64)>,
+    /// The directory's files after the clean-up (the rest of loading reads its
+    /// producer snapshots and transaction indexes from this, not from another listing).
+    pub(crate) files: Vec<String>,
 }
 
 fn parse_base_offset(name: &str, suffix: &str) -> Option<i64> {
@@ -219,5 +222,6 @@ pub(crate) fn load_segments(
         segments,
         stats,
         epoch_starts,
+        files: kept,
     })
 }

@@ -5,7 +5,7 @@
 //! share a read lock, and the log end offset, high watermark, log start offset and
 //! recovery point are atomics so delayed fetches can check them without locking.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
@@ -24,7 +24,9 @@ use crate::fetch::{FetchDataInfo, LogOffsetMetadata};
 use crate::future_log::{FutureLog, SegmentSource};
 use crate::leader_epoch::{LEADER_EPOCH_CHECKPOINT_FILE, LeaderEpochFileCache};
 use crate::loader::{PartitionLoadStats, load_segments};
-use crate::producer_state::{CompletedTxn, ProducerBatch, ProducerCheck, ProducerStateManager};
+use crate::producer_state::{
+    CompletedTxn, ProducerBatch, ProducerCheck, ProducerStateManager, snapshot_offset,
+};
 use crate::segment::{
     DELETED_FILE_SUFFIX, LogSegment, RollParams, SWAP_FILE_SUFFIX, TimestampAndOffset,
 };
@@ -235,7 +237,14 @@ fn load_state(
     had_clean_shutdown: bool,
     now: i64,
 ) -> Result<LoadedState> {
-    std::fs::create_dir_all(dir).at(dir)?;
+    // Usually there already (a load): one mkdir tells, where create_dir_all also stats.
+    match std::fs::create_dir(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(dir).at(dir)?;
+        }
+        other => other.at(dir)?,
+    }
     let loaded = load_segments(
         dir,
         config.max_index_size,
@@ -286,13 +295,26 @@ fn load_state(
     }
     epoch_cache.truncate_from_end(leo)?;
     epoch_cache.truncate_from_start(log_start)?;
+    let listed: HashSet<&str> = loaded.files.iter().map(String::as_str).collect();
     let mut aborted = BTreeMap::new();
     for segment in segments.values() {
-        for txn in read_txn_index(segment.txn_index_path())? {
-            aborted.insert(txn.last_offset, txn);
+        let path = segment.txn_index_path();
+        if path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| listed.contains(n))
+        {
+            for txn in read_txn_index(path)? {
+                aborted.insert(txn.last_offset, txn);
+            }
         }
     }
-    let mut producer_state = ProducerStateManager::load(dir, log_start, leo)?;
+    let snapshots = loaded
+        .files
+        .iter()
+        .filter_map(|name| Some((snapshot_offset(name)?, dir.join(name))))
+        .collect();
+    let mut producer_state = ProducerStateManager::load_listed(dir, snapshots, log_start, leo)?;
     replay_producer_state(&segments, &mut producer_state, &mut aborted, leo)?;
     // Recovery validated what it kept but made none of it durable, and an fsync per
     // recovered segment made start-up after a crash cost a disk flush per partition. As

@@ -213,6 +213,17 @@ impl ProducerStateManager {
     /// snapshots above it and unreadable ones); the caller replays the log from
     /// [`map_end_offset`](Self::map_end_offset).
     pub fn load(dir: &Path, log_start_offset: i64, log_end_offset: i64) -> Result<Self> {
+        Self::load_listed(dir, list_snapshots(dir)?, log_start_offset, log_end_offset)
+    }
+
+    /// [`load`](Self::load) with the snapshots `(offset, path)` in `dir` already listed
+    /// (start-up lists each partition directory once).
+    pub(crate) fn load_listed(
+        dir: &Path,
+        mut snapshots: Vec<(i64, PathBuf)>,
+        log_start_offset: i64,
+        log_end_offset: i64,
+    ) -> Result<Self> {
         let mut manager = Self {
             dir: dir.to_path_buf(),
             producers: HashMap::new(),
@@ -220,7 +231,6 @@ impl ProducerStateManager {
             map_end_offset: log_start_offset,
             last_snapshot_offset: None,
         };
-        let mut snapshots = list_snapshots(dir)?;
         snapshots.sort_unstable_by_key(|(offset, _)| std::cmp::Reverse(*offset));
         for (offset, path) in snapshots {
             if offset > log_end_offset {
@@ -429,14 +439,17 @@ fn list_snapshots(dir: &Path) -> Result<Vec<(i64, PathBuf)>> {
     for entry in entries {
         let path = entry.at(dir)?.path();
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        if let Some(offset) = name
-            .strip_suffix(SNAPSHOT_SUFFIX)
-            .and_then(|stem| stem.parse::<i64>().ok())
-        {
+        if let Some(offset) = snapshot_offset(name) {
             out.push((offset, path));
         }
     }
     Ok(out)
+}
+
+/// The offset a `<offset>.snapshot` file name stands for.
+pub(crate) fn snapshot_offset(name: &str) -> Option<i64> {
+    name.strip_suffix(SNAPSHOT_SUFFIX)
+        .and_then(|stem| stem.parse::<i64>().ok())
 }
 
 fn encode_snapshot(entries: &[&ProducerStateEntry]) -> Vec<u8> {
