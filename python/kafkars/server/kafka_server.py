@@ -541,6 +541,11 @@ class KafkaServer:
                 code, remaining = -1, 1
             if code == 0 and remaining == 0:
                 log.info("[KafkaServer id=%s] controlled shutdown succeeded", self.broker_id)
+                # The controller's StopReplica for these may still be unread when the
+                # socket server stops reading; an acks=all produce parked here would then
+                # wait out its timeout (30 s, seen in the failover harness) before this
+                # broker could exit.
+                self.replica_manager.resign_replicated_leaderships()
                 return
             time.sleep(backoff_s)
         log.warning("[KafkaServer id=%s] proceeding with an unclean shutdown", self.broker_id)

@@ -185,6 +185,14 @@ class ReplicaManager:
         if self.delayed is not None:
             self.delayed.check_and_complete(topic, partition)
 
+    def resign_replicated_leaderships(self) -> None:
+        """After a controlled shutdown moved them: every partition led here that has
+        followers stops being led here, as the controller's StopReplica does, and what
+        waits on it is answered (NOT_LEADER_OR_FOLLOWER)."""
+        for (topic, partition), handle in list(self._partitions.items()):
+            if handle.is_leader and handle.replica_states:
+                self.stop_fetching(topic, partition)
+
     def timestamp_limits(self, topic: str) -> TimestampLimits | None:
         """The CreateTime bounds appends to `topic` are checked against, if any."""
         return self._timestamp_limits.get(topic)
