@@ -1,11 +1,12 @@
 """What a broker costs: resident memory (VmRSS) idle and under load, CPU seconds
-(utime + stime of the whole process) per GB in and out, and start-up time with many
+(utime + stime of the whole process) per GB in and out, start-up time with many
 partitions after a clean shutdown and after SIGKILL, beside the time `find` takes to walk
-the same log dir."""
+the same log dir, and start-up after SIGKILL as a function of the bytes not flushed."""
 
 from __future__ import annotations
 
 import os
+import re
 import resource
 import subprocess
 import tempfile
@@ -144,3 +145,59 @@ def startup(
     for kind in ("clean", "unclean"):
         result[f"{kind}_start_vs_find"] = result[f"{kind}_start_s"] / max(result["find_s"], 1e-6)
     return result
+
+
+# The broker's start-up line: "... (N segment(s) scanned, B bytes read, ...".
+_RECOVERY_READ = re.compile(r"segment\(s\) scanned, (\d+) bytes read")
+
+
+def recovery(
+    flushed_bytes: int,
+    unflushed: list[int],
+    create_topic: Callable[[str, str, int], None],
+    produce: Callable[[str, str, int], None],
+) -> list[dict[str, Any]]:
+    """Start-up after SIGKILL of a broker whose one partition holds `flushed_bytes` made
+    durable by a clean shutdown, then each of `unflushed` bytes appended and the broker
+    killed: recovery should read what was not flushed, not the segment. Last, the same
+    log killed before any clean shutdown (nothing flushed: all of it is read)."""
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="bench-recovery-") as tmp:
+        broker = Broker(log_dir=tmp, process=True, startup_timeout=1800)
+
+        def killed_start(row: dict[str, Any]) -> None:
+            broker.kill()
+            row["unclean_start_s"] = _timed_start(broker)
+            found = _RECOVERY_READ.findall(broker.server_log())
+            row["recovery_read_bytes"] = int(found[-1]) if found else None
+            rows.append(row)
+
+        try:
+            _timed_start(broker)
+            create_topic(broker.bootstrap_servers, "recovery", 1)
+            produce(broker.bootstrap_servers, "recovery", flushed_bytes)
+            for extra in unflushed:
+                broker.stop(remove=False)  # clean: the recovery point is the log end
+                row: dict[str, Any] = {"clean_start_s": _timed_start(broker)}
+                if extra:
+                    produce(broker.bootstrap_servers, "recovery", extra)
+                row["unflushed_bytes"] = extra
+                row["log_bytes"] = _dir_bytes(Path(tmp))
+                killed_start(row)
+        finally:
+            broker.stop(remove=False)
+    with tempfile.TemporaryDirectory(prefix="bench-recovery-") as tmp:
+        broker = Broker(log_dir=tmp, process=True, startup_timeout=1800)
+        try:
+            _timed_start(broker)
+            create_topic(broker.bootstrap_servers, "recovery", 1)
+            produce(broker.bootstrap_servers, "recovery", flushed_bytes)
+            killed_start({"unflushed_bytes": None, "log_bytes": _dir_bytes(Path(tmp))})
+        finally:
+            broker.stop(remove=False)
+    return rows
+
+
+def _dir_bytes(root: Path) -> int:
+    """Bytes of the `.log` files under `root`."""
+    return sum(p.stat().st_size for p in root.rglob("*.log"))

@@ -215,6 +215,7 @@ def table(results: dict[str, Any]) -> str:
             if asked != r["partitions"]:
                 out.append(f"{'':>10}* instead of {asked:,}: the open-file limit (see notes)")
 
+    out += recovery_table(results)
     out += cluster_table(results)
     out += failover_table(results)
 
@@ -602,3 +603,26 @@ def _failover_plot(results: dict[str, Any], out_dir: Path, plt: Any) -> list[Pat
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return [path]
+
+
+def recovery_table(results: dict[str, Any]) -> list[str]:
+    """Start-up after SIGKILL against the bytes appended since the last clean shutdown."""
+    rows = results.get("recovery", [])
+    if not rows:
+        return []
+    mib = 2**20
+    out = [
+        "",
+        "start-up after SIGKILL, one partition: bytes appended since a clean shutdown",
+        "(the recovery point) against the bytes recovery read; last row: never shut down",
+        f"{'not flushed MiB':>16}{'log MiB':>9}{'clean start s':>15}{'after SIGKILL s':>17}"
+        f"{'recovery read MiB':>19}",
+    ]
+    for r in rows:
+        unflushed = "all" if r["unflushed_bytes"] is None else f"{r['unflushed_bytes'] / mib:,.0f}"
+        read = r.get("recovery_read_bytes")
+        out.append(
+            f"{unflushed:>16}{r['log_bytes'] / mib:>9,.0f}{_num(r.get('clean_start_s'), '.2f'):>15}"
+            f"{r['unclean_start_s']:>17.2f}{_num(None if read is None else read / mib, ',.1f'):>19}"
+        )
+    return out

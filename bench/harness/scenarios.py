@@ -90,6 +90,7 @@ class Settings:
     connections: int
     many_partitions: int
     startup_partitions: list[int]
+    recovery_flushed_bytes: int
     cluster_bytes: int
     failover_kills: int
     failover_terms: int
@@ -128,6 +129,7 @@ def settings(quick: bool, groups: tuple[str, ...], startup_partitions: list[int]
         connections=1000,
         many_partitions=1000,
         startup_partitions=startup_partitions,
+        recovery_flushed_bytes=(128 if quick else 512) * 2**20,
         cluster_bytes=(256 if quick else 2048) * 2**20,
         failover_kills=2 if quick else 20,
         failover_terms=1 if quick else 5,
@@ -224,6 +226,7 @@ class Bench:
         if "startup" in g:
             for n in self.cfg.startup_partitions:
                 steps.append((f"start-up with {n:,} partitions", _bind(self.startup, n)))
+            steps.append(("start-up after SIGKILL by unflushed bytes", self.recovery))
         if "cluster" in g:
             own = next((st.target.own for st in self.states if st.target.own is not None), None)
             steps += cluster.ClusterThroughput(
@@ -632,6 +635,17 @@ class Bench:
         result = cost.startup(measured, targets.create_topic, fill)
         result["requested_partitions"] = partitions
         self.results.setdefault("startup", []).append(result)
+
+    def recovery(self) -> None:
+        def produce(bootstrap: str, topic: str, size: int) -> None:
+            self.client.produce(
+                bootstrap, topic, records=size // 1024, size=1024, acks=1, codec="none", partition=0
+            )
+
+        flushed = self.cfg.recovery_flushed_bytes
+        self.results["recovery"] = cost.recovery(
+            flushed, [0, flushed // 32, flushed // 4], targets.create_topic, produce
+        )
 
     # --- per-target summary ------------------------------------------------------------------
 
