@@ -12,6 +12,7 @@ import socket
 import struct
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -75,26 +76,24 @@ def test_metadata_round_trip(benchmark, broker: Broker) -> None:
 class _TimedDelayedOperations:
     """The broker's `DelayedOperations` with the time of each produce/fetch call summed."""
 
-    def __init__(self, inner: object) -> None:
+    def __init__(self, inner: Any) -> None:
         self.inner = inner
         self.ns = {"produce": 0, "fetch": 0}
+        for name in self.ns:
+            setattr(self, name, self._timed(name, getattr(inner, name)))
 
-    def __getattr__(self, name: str) -> object:
+    def _timed(self, name: str, method: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(*args: Any) -> Any:
+            started = time.perf_counter_ns()
+            try:
+                return method(*args)
+            finally:
+                self.ns[name] += time.perf_counter_ns() - started
+
+        return timed
+
+    def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
-
-    def produce(self, *args: object) -> object:
-        started = time.perf_counter_ns()
-        try:
-            return self.inner.produce(*args)  # type: ignore[attr-defined]
-        finally:
-            self.ns["produce"] += time.perf_counter_ns() - started
-
-    def fetch(self, *args: object) -> object:
-        started = time.perf_counter_ns()
-        try:
-            return self.inner.fetch(*args)  # type: ignore[attr-defined]
-        finally:
-            self.ns["fetch"] += time.perf_counter_ns() - started
 
 
 def _python_share(broker: Broker, key: int, call: str, run: Callable[[], None]) -> None:

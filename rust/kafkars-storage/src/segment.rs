@@ -844,7 +844,7 @@ impl LogSegment {
         let mut file = File::open(&self.log_path).at(&self.log_path)?;
         let file_size = file.metadata().at(&self.log_path)?.len();
         let resume = match flushed_before {
-            Some(offset) => self.flushed_prefix(&offset_index, offset, file_size)?,
+            Some(offset) => self.flushed_prefix(&offset_index, offset, file_size),
             None => None,
         };
         let mut valid: u64 = 0;
@@ -973,7 +973,7 @@ impl LogSegment {
         index: &OffsetIndex,
         flushed_before: i64,
         file_size: u64,
-    ) -> Result<Option<(usize, OffsetPosition)>> {
+    ) -> Option<(usize, OffsetPosition)> {
         let mut found: Option<(usize, OffsetPosition)> = None;
         for n in 0..index.entries() {
             let e = index.entry_at(n);
@@ -984,17 +984,14 @@ impl LogSegment {
             }
             found = Some((n + 1, e));
         }
-        let Some((_, at)) = found else {
-            return Ok(None);
-        };
+        let (_, at) = found?;
         let mut first = None;
         // Whatever is at that position may be garbage: a failed read only means no resume.
         let _ = self.scan_headers(at.position, |h, _, _| {
             first = Some(h.last_offset);
             Ok(false)
         });
-        Ok(found
-            .filter(|_| first.is_some_and(|last| last >= self.base_offset && last <= at.offset)))
+        found.filter(|_| first.is_some_and(|last| last >= self.base_offset && last <= at.offset))
     }
 
     /// Removes everything from the batch holding `offset` on; returns the bytes removed.
