@@ -241,6 +241,17 @@ TOPIC_OPERATIONS = (
     Op.ALTER_CONFIGS,
 )
 
+# The operations ACLs can grant on the cluster (Kafka's AclEntry.supportedOperations(CLUSTER)).
+CLUSTER_OPERATIONS = (
+    Op.CREATE,
+    Op.ALTER,
+    Op.DESCRIBE,
+    Op.CLUSTER_ACTION,
+    Op.DESCRIBE_CONFIGS,
+    Op.ALTER_CONFIGS,
+    Op.IDEMPOTENT_WRITE,
+)
+
 
 def authorized_operations(
     authorizer: AclAuthorizer | None,

@@ -133,6 +133,17 @@ class KafkaError(Exception):
         self.code = code
         self.message = message
 
+    @property
+    def error_message(self) -> str:
+        """What an admin API's `error_message` carries: Kafka sends the exception's
+        message, which for an error raised without one is the error's own description."""
+        return self.message or code_description(self.code)
+
+
+def code_description(code: Errors) -> str:
+    """`UNKNOWN_TOPIC_OR_PARTITION` → `Unknown topic or partition.`"""
+    return code.name.replace("_", " ").capitalize() + "."
+
 
 class RecordValidationError(KafkaError):
     """A batch refused because of some of its records (Kafka's RecordValidationException):

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kafkars.security.authorization import (
+    CLUSTER_OPERATIONS,
+    TOPIC_OPERATIONS,
+    authorized_operations,
+)
 from kafkars.security.authorizer import AclOperation, ResourceType
 from kafkars.server.errors import Errors, KafkaError
 from kafkars.server.metadata import validate_topic_name
@@ -20,6 +25,20 @@ def _brokers(apis: KafkaApis, listener_name: str) -> list[dict[str, Any]]:
         {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
         for b in apis.metadata_cache.alive_brokers(listener_name)
     ]
+
+
+def _cluster_operations(apis: KafkaApis, request: Any, requested: bool) -> int:
+    if not requested:
+        return AUTHORIZED_OPERATIONS_OMITTED
+    principal = request.principal or "User:ANONYMOUS"
+    return authorized_operations(
+        apis.authorizer,
+        principal,
+        request.client_host,
+        ResourceType.CLUSTER,
+        "kafka-cluster",
+        CLUSTER_OPERATIONS,
+    )
 
 
 def _topic_entry(apis: KafkaApis, name: str) -> dict[str, Any]:
@@ -54,6 +73,7 @@ def _topic_entry(apis: KafkaApis, name: str) -> dict[str, Any]:
 def handle_metadata(apis: KafkaApis, request: Any) -> dict[str, Any]:
     body = request.body
     requested = body["topics"]
+    unknown_ids: list[Any] = []
     # v0: an empty list means every topic; v1+: null means every topic.
     if requested is None or (request.api_version == 0 and not requested):
         names = [t.name for t in apis.metadata_cache.topics()]
@@ -65,6 +85,8 @@ def handle_metadata(apis: KafkaApis, request: Any) -> dict[str, Any]:
             if name is None:
                 found = apis.metadata_cache.get_by_id(t["topic_id"])
                 name = found.name if found else None
+                if name is None:
+                    unknown_ids.append(t["topic_id"])
             if name is not None:
                 names.append(name)
         auto_create = body["allow_auto_topic_creation"] or request.api_version < 4
@@ -102,13 +124,26 @@ def handle_metadata(apis: KafkaApis, request: Any) -> dict[str, Any]:
             except KafkaError as e:
                 topics.append({"error_code": int(e.code), "name": name})
                 continue
-        topics.append(_topic_entry(apis, name))
+        entry = _topic_entry(apis, name)
+        if entry["error_code"] == 0 and body.get("include_topic_authorized_operations"):
+            entry["topic_authorized_operations"] = authorized_operations(
+                authorizer, principal, request.client_host, ResourceType.TOPIC, name,
+                TOPIC_OPERATIONS,
+            )
+        topics.append(entry)
+    # Kafka answers each id it does not know with a nameless UNKNOWN_TOPIC_ID entry.
+    topics += [
+        {"error_code": int(Errors.UNKNOWN_TOPIC_ID), "name": None, "topic_id": topic_id}
+        for topic_id in unknown_ids
+    ]
     return {
         "brokers": _brokers(apis, request.listener_name),
         "cluster_id": apis.metadata_cache.cluster_id,
         "controller_id": apis.metadata_cache.controller_id,
         "topics": topics,
-        "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+        "cluster_authorized_operations": _cluster_operations(
+            apis, request, bool(body.get("include_cluster_authorized_operations"))
+        ),
     }
 
 
@@ -129,5 +164,7 @@ def handle_describe_cluster(apis: KafkaApis, request: Any) -> dict[str, Any]:
             }
             for b in cache.alive_brokers(request.listener_name)
         ],
-        "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+        "cluster_authorized_operations": _cluster_operations(
+            apis, request, bool(request.body.get("include_cluster_authorized_operations"))
+        ),
     }

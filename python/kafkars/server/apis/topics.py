@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import TYPE_CHECKING, Any
 
 from kafkars.server.errors import Errors, KafkaError
@@ -68,13 +69,20 @@ def handle_create_topics(apis: KafkaApis, request: Any) -> dict[str, Any]:
             configs = {c["name"]: c["value"] for c in t["configs"] if c["value"] is not None}
             apis.controller.validate_topic_configs(configs)
             if body["validate_only"]:
-                topic_id = None
+                # Kafka's controller answers a dry run with the id it would have used.
+                topic_id = uuid.uuid4()
             else:
                 replica_lists = [a["broker_ids"] for a in t["assignments"]] or None
                 topic_id = apis.controller.create_topic(
                     name, partitions, configs, replication_factor=factor, assignments=replica_lists
                 ).topic_id
-            result.update(error_code=0, num_partitions=partitions, replication_factor=factor)
+            # Kafka leaves the message null on success.
+            result.update(
+                error_code=0,
+                error_message=None,
+                num_partitions=partitions,
+                replication_factor=factor,
+            )
             if topic_id is not None:
                 result["topic_id"] = topic_id
             if request.api_version >= 5:
@@ -89,7 +97,7 @@ def handle_create_topics(apis: KafkaApis, request: Any) -> dict[str, Any]:
                     for e in apis.config.describe_topic_configs(configs)
                 ]
         except KafkaError as e:
-            result.update(error_code=int(e.code), error_message=e.message)
+            result.update(error_code=int(e.code), error_message=e.error_message)
         results.append(result)
     return {"throttle_time_ms": 0, "topics": results}
 
@@ -116,9 +124,9 @@ def handle_delete_topics(apis: KafkaApis, request: Any) -> dict[str, Any]:
                 raise KafkaError(Errors.INVALID_TOPIC_EXCEPTION, "Cannot delete internal topics")
             result.update(name=topic.name, topic_id=topic.topic_id)
             apis.controller.delete_topic(topic.name)
-            result["error_code"] = 0
+            result.update(error_code=0, error_message=None)
         except KafkaError as e:
-            result.update(error_code=int(e.code), error_message=e.message)
+            result.update(error_code=int(e.code), error_message=e.error_message)
         results.append(result)
     return {"throttle_time_ms": 0, "responses": results}
 
@@ -182,7 +190,7 @@ def handle_create_partitions(apis: KafkaApis, request: Any) -> dict[str, Any]:
                     count,
                     assignments=[a["broker_ids"] for a in assignments] if assignments else None,
                 )
-            result["error_code"] = 0
+            result.update(error_code=0, error_message=None)
         except KafkaError as e:
             result.update(error_code=int(e.code), error_message=e.message)
         results.append(result)
