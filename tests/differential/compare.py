@@ -36,12 +36,20 @@ GENERATED_IDS = {
     "member_id",
     "session_id",
     "incarnation_id",
-    "group_instance_id_generated",
+    "producer_id",
 }
+# Fields that hold an id of another field's kind (a group's leader is a member id).
+SAME_KIND = {"leader": "member_id"}
+GENERATED_IDS |= set(SAME_KIND)
 WALL_CLOCK = re.compile(r"(^|_)timestamp$|^log_append_time_ms$|_time_ms$|^last_heartbeat")
 # Not timestamps although the names end like one.
 DURATIONS = {"transaction_timeout_ms", "session_timeout_ms", "rebalance_timeout_ms"}
 IGNORED = {"throttle_time_ms"}
+# Sizes of the shared disk, which change between two calls.
+DISK_BYTES = {"total_bytes", "usable_bytes"}
+# Text that names this run's ports and temporary paths.
+_PORT = re.compile(r"(127\.0\.0\.1|localhost):\d+")
+_TMP = re.compile(r"/tmp/[^,\s]*")
 
 
 def recv_exactly(sock: socket.socket, n: int) -> bytes:
@@ -133,10 +141,12 @@ class Normalizer:
             return "<port>"
         if name == "host":
             return "<host>"
-        if name in ("error_message", "message") and isinstance(value, str):
+        if name in ("error_message", "message", "documentation") and isinstance(value, str):
             return "<message>" if value else ""
+        if name in DISK_BYTES and isinstance(value, int) and value > 0:
+            return "<bytes>"
         if name in GENERATED_IDS and value not in (None, "", 0, -1):
-            return self.placeholder(name, value)
+            return self.placeholder(SAME_KIND.get(name, name), value)
         if (
             name not in DURATIONS
             and WALL_CLOCK.search(name)
@@ -146,6 +156,8 @@ class Normalizer:
             return "<time>"
         if isinstance(value, bytes):
             return value.hex()
+        if isinstance(value, str):
+            return _TMP.sub("<tmp>", _PORT.sub(r"\1:<port>", value))
         return value
 
 
@@ -224,6 +236,17 @@ def flatten(value: Any, path: str = "") -> dict[str, Any]:
     return {path: value}
 
 
+def explanation(path: str, known: dict[str, str]) -> str | None:
+    """The reason `known` gives for a difference at `path`: keyed by the generic path, or
+    by a glob over the full one (`results[*].configs[name=listeners].*`)."""
+    if generic(path) in known:
+        return known[generic(path)]
+    for pattern, reason in known.items():
+        if "*" in pattern and re.fullmatch(re.escape(pattern).replace(r"\*", ".*"), path):
+            return reason
+    return None
+
+
 def generic(path: str) -> str:
     """`topics[name=x].partitions[0].error_code` → `topics[].partitions[].error_code`."""
     return re.sub(r"\[[^\]#][^\]]*\]", "[]", path)
@@ -285,7 +308,7 @@ class Outcome:
 
     @property
     def unexplained(self) -> dict[str, tuple[Any, Any]]:
-        return {p: v for p, v in self.differing.items() if generic(p) not in self.explained}
+        return {p: v for p, v in self.differing.items() if explanation(p, self.explained) is None}
 
 
 @dataclass
@@ -324,6 +347,13 @@ def api_name(api_key: int) -> str:
 Body = dict[str, Any] | Callable[[int], dict[str, Any]]
 
 
+@dataclass(frozen=True)
+class TopicIdOf:
+    """In a request body: the id each broker gave topic `name` (they differ)."""
+
+    name: str
+
+
 class Pair:
     """Apache Kafka and kafkars, one connection to each, and the report to write to."""
 
@@ -352,11 +382,26 @@ class Pair:
         theirs = self.kafka_versions.get(api_key, (0, -1))
         return [v for v in range(ours[0], ours[1] + 1) if theirs[0] <= v <= theirs[1]]
 
+    def topic_id(self, broker: str, topic: str) -> uuid.UUID:
+        response = self.conns[broker].call(3, 12, {"topics": [{"name": topic}]})
+        [entry] = response["topics"]
+        assert entry["error_code"] == 0, entry
+        return uuid.UUID(str(entry["topic_id"]))
+
+    def _for_broker(self, broker: str, value: Any) -> Any:
+        if isinstance(value, TopicIdOf):
+            return self.topic_id(broker, value.name)
+        if isinstance(value, dict):
+            return {k: self._for_broker(broker, v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self._for_broker(broker, v) for v in value]
+        return value
+
     def call(self, api_key: int, version: int, body: dict[str, Any]) -> dict[str, Any]:
-        """Sends to both; the two raw responses (Kafka's first), unnormalised."""
+        """Sends to both; the two raw responses, unnormalised, by broker."""
         both = {}
         for name, conn in self.conns.items():
-            both[name] = conn.call(api_key, version, body)
+            both[name] = conn.call(api_key, version, self._for_broker(name, body))
         return both
 
     def check(
@@ -382,9 +427,14 @@ class Pair:
                 self.normalizers["kafka"](raw["kafka"]),
                 self.normalizers["kafkars"](raw["kafkars"]),
             )
-            outcome = Outcome(name, version, scenario, differing, {
-                generic(p): explained[generic(p)] for p in differing if generic(p) in explained
-            })
+            reasons = {p: explanation(p, explained) for p in differing}
+            outcome = Outcome(
+                name,
+                version,
+                scenario,
+                differing,
+                {generic(p): r for p, r in reasons.items() if r is not None},
+            )
             self.report.outcomes.append(outcome)
             if outcome.unexplained:
                 failures.append((version, outcome.unexplained))

@@ -43,7 +43,9 @@ REPORT_PATH = Path(
 @pytest.fixture(scope="session")
 def reference() -> Iterator[ReferenceKafka]:
     config = {k: v for k, v in COMMON_CONFIG.items() if k not in ("node.id", "broker.id")}
-    with ReferenceKafka(node_id=1, config=config) as kafka:
+    # The classic transaction protocol, the one kafkars implements (clients choose by
+    # this feature).
+    with ReferenceKafka(node_id=1, config=config, features={"transaction.version": 1}) as kafka:
         yield kafka
 
 

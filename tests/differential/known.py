@@ -54,6 +54,18 @@ KNOWN_DIFFERENCES: dict[str, dict[str, str]] = {
         "supported_features[].min_version": _FEATURES,
     },
     "CreateTopics": dict(_TOPIC_CONFIG_PATHS),
+    "DescribeConfigs": {
+        "results[*].configs[name=listeners].*": (
+            "a KRaft node also listens as a controller (CONTROLLER://...), and kafkars' "
+            "default listener is 127.0.0.1:9092 where Kafka's is every interface (:9092): a "
+            "development broker is not exposed to the network unless asked"
+        ),
+        "results[*].configs[name=min.insync.replicas].*": _KRAFT_MIN_ISR,
+        "results[*].configs[name=node.id].synonyms*": (
+            "kafkars' node.id defaults to -1 (a ZooKeeper-mode broker may set only "
+            "broker.id, as in Kafka 3.x), so a default synonym is listed; Kafka 4 requires it"
+        ),
+    },
 }
 
 # Scenario-specific: passed to `Pair.check(known=...)` by the one test they concern.

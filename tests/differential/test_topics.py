@@ -3,6 +3,7 @@ DescribeTopicPartitions, DescribeCluster, ApiVersions."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any
 
@@ -45,6 +46,25 @@ def make_topic(pair: Pair, topic: str, partitions: int = 1, **configs: str) -> N
     answers = pair.call(ApiKey.CREATE_TOPICS, version, request)
     for broker, response in answers.items():
         assert response["topics"][0]["error_code"] == 0, (broker, response)
+    wait_for_leaders(pair, topic, partitions)
+
+
+def wait_for_leaders(pair: Pair, topic: str, partitions: int, timeout: float = 30.0) -> None:
+    """Until both brokers lead every partition of `topic` (Kafka's KRaft broker learns
+    of a new topic from its metadata log a moment after CreateTopics returns)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        answers = pair.call(ApiKey.METADATA, 12, {"topics": [{"name": topic}]})
+        ready = all(
+            len(t["partitions"]) == partitions
+            and all(p["leader_id"] >= 0 and p["error_code"] == 0 for p in t["partitions"])
+            for response in answers.values()
+            for t in response["topics"]
+        )
+        if ready:
+            return
+        assert time.monotonic() < deadline, f"{topic} has no leaders: {answers}"
+        time.sleep(0.05)
 
 
 def test_api_versions_ranges_are_within_kafkas(pair: Pair) -> None:

@@ -24,7 +24,9 @@ def test_describe_every_broker_config_with_defaults(broker: Broker) -> None:
     node = str(next(iter(md.brokers)))
     configs = describe(admin, ConfigResource(ResourceType.BROKER, node))
     assert len(configs) > 150
-    assert configs["advertised.listeners"].value is not None
+    # Unset, as Kafka answers it: null and read-only.
+    assert configs["advertised.listeners"].value is None
+    assert configs["advertised.listeners"].is_read_only
     assert configs["log.segment.bytes"].value == "1073741824"
     assert configs["log.segment.bytes"].is_default
     assert configs["num.partitions"].value == "4"  # from the test's --override

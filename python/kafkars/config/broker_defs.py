@@ -91,7 +91,8 @@ _ROWS: list[_Row] = [
     _r("zookeeper.max.in.flight.requests", I, 10, HIGH, "Unacknowledged ZooKeeper requests allowed before blocking.", at_least(1)),
     # -- network --------------------------------------------------------------------------
     _r("listeners", S, KAFKARS_LISTENERS_DEFAULT, HIGH, f"Comma-separated NAME://host:port listeners; empty host binds all interfaces (Kafka's default is {KAFKA_LISTENERS_DEFAULT}).", mode=PB),
-    _r("advertised.listeners", S, None, HIGH, "Listeners published to clients in metadata; defaults to listeners.", mode=PB),
+    # Read-only as in Kafka 4 (a KRaft broker registers its endpoints once).
+    _r("advertised.listeners", S, None, HIGH, "Listeners published to clients in metadata; defaults to listeners.", mode=RO),
     _r("listener.security.protocol.map", S, DEFAULT_PROTOCOL_MAP, LOW, "Listener name to security protocol, NAME:PROTOCOL pairs.", mode=PB),
     _r("inter.broker.listener.name", S, None, MEDIUM, "Listener brokers use among themselves (exclusive with security.inter.broker.protocol)."),
     _r("control.plane.listener.name", S, None, HIGH, "Listener dedicated to controller traffic; unset shares the data plane."),

@@ -252,6 +252,9 @@ CLUSTER_OPERATIONS = (
     Op.IDEMPOTENT_WRITE,
 )
 
+# The operations ACLs can grant on a group (Kafka's AclEntry.supportedOperations(GROUP)).
+GROUP_OPERATIONS = (Op.READ, Op.DELETE, Op.DESCRIBE, Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS)
+
 
 def authorized_operations(
     authorizer: AclAuthorizer | None,

@@ -134,7 +134,8 @@ class ReferenceKafka:
     `config` adds or overrides server properties (Kafka's names). `sasl_users`
     ({user: password}) adds a SASL_PLAINTEXT listener with PLAIN and SCRAM-SHA-256/512
     for those users (`sasl_bootstrap_servers`); SCRAM credentials are written at format
-    time in KRaft mode."""
+    time in KRaft mode. `features` ({name: level}, KRaft only) are set at format time,
+    e.g. {"transaction.version": 1} for the classic transaction protocol."""
 
     def __init__(
         self,
@@ -144,6 +145,7 @@ class ReferenceKafka:
         node_id: int = 1,
         config: dict[str, Any] | None = None,
         sasl_users: dict[str, str] | None = None,
+        features: dict[str, int] | None = None,
         startup_timeout: float = 90.0,
     ) -> None:
         if zookeeper is not None and _major(version) >= 4:
@@ -152,6 +154,7 @@ class ReferenceKafka:
         self.zookeeper = zookeeper
         self.node_id = node_id
         self.sasl_users = sasl_users or {}
+        self.features = features or {}
         self.startup_timeout = startup_timeout
         self.data_dir = Path(tempfile.mkdtemp(prefix=f"reference-kafka-{version}-"))
         self.log_dir = self.data_dir / "data"
@@ -183,7 +186,6 @@ class ReferenceKafka:
         if self.sasl_port is not None:
             listeners.append(f"SASL_PLAINTEXT://127.0.0.1:{self.sasl_port}")
             protocols.append("SASL_PLAINTEXT:SASL_PLAINTEXT")
-        advertised = ",".join(listeners)
         config = {
             "log.dirs": str(self.log_dir),
             "num.partitions": "1",
@@ -193,7 +195,6 @@ class ReferenceKafka:
             "transaction.state.log.min.isr": "1",
             "group.initial.rebalance.delay.ms": "0",
             "inter.broker.listener.name": "PLAINTEXT",
-            "advertised.listeners": advertised,
         }
         if self.zookeeper is None:
             listeners.append(f"CONTROLLER://127.0.0.1:{self.controller_port}")
@@ -243,6 +244,8 @@ class ReferenceKafka:
 
     def _format(self, properties: Path) -> None:
         args = ["format", "-t", self.cluster_id, "-c", str(properties)]
+        for feature, level in self.features.items():
+            args += ["--feature", f"{feature}={level}"]
         for user, password in self.sasl_users.items():
             for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
                 args += ["--add-scram", f"{mechanism}=[name={user},password={password}]"]

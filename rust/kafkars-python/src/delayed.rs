@@ -166,19 +166,18 @@ impl FetchSpec {
             }
         };
         let log = partition.log();
+        // Kafka answers every failed read, an offset out of range included, with unknown
+        // (-1) offsets: the client asks ListOffsets where to go.
         let failed = |e: LogError| {
-            let (code, hw, start) = match e {
-                LogError::OffsetOutOfRange { .. } => (
-                    e.kafka_error_code(),
-                    partition.high_watermark(),
-                    log.log_start_offset(),
-                ),
+            let code = match e {
                 // Deleted while the fetch waited.
-                LogError::Closed(_) => (ResponseError::UnknownTopicOrPartition.code(), -1, -1),
-                _ => (e.kafka_error_code(), -1, -1),
+                LogError::Closed(_) => ResponseError::UnknownTopicOrPartition.code(),
+                _ => e.kafka_error_code(),
             };
             PartitionRead {
-                data: error_data(p.index, code, hw, start),
+                // A failed read carries no aborted-transaction list (null), where a
+                // partition refused before reading has an empty one, as in Kafka.
+                data: error_data(p.index, code, -1, -1).with_aborted_transactions(None),
                 slice: None,
             }
         };
@@ -685,12 +684,19 @@ impl DelayedOperations {
                                         .with_log_append_time_ms(info.log_append_time)
                                         .with_log_start_offset(info.log_start_offset)
                                 }
-                                Err(e) => partition_error(
-                                    spec.index,
-                                    e.kafka_error_code(),
-                                    Some(e.to_string()),
-                                    Vec::new(),
-                                ),
+                                Err(e) => {
+                                    let code = e.kafka_error_code();
+                                    // Kafka words only record validation failures
+                                    // (RecordValidationException); other append errors
+                                    // answer with the code alone.
+                                    let validation = [
+                                        ResponseError::InvalidRecord.code(),
+                                        ResponseError::InvalidTimestamp.code(),
+                                    ];
+                                    let message =
+                                        validation.contains(&code).then(|| e.to_string());
+                                    partition_error(spec.index, code, message, Vec::new())
+                                }
                             }
                         })
                         .collect();

@@ -6,7 +6,6 @@ cluster default) in the ConfigStore. Both survive restarts.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from kafkars.config import (
@@ -74,7 +73,9 @@ def _describe(apis: KafkaApis, r: dict[str, Any], body: dict[str, Any]) -> list[
         )
     if rtype == ResourceType.BROKER:
         per_broker = _broker_scope(apis, r["resource_name"])
-        entries = describe_broker(
+        # An unset advertised.listeners stays null, as Kafka answers it (the listeners
+        # as bound are in Metadata and DescribeCluster).
+        return describe_broker(
             apis.config.current,
             apis.config.dynamic_broker_configs,
             dynamic_default=apis.config.dynamic_default_configs,
@@ -83,14 +84,6 @@ def _describe(apis: KafkaApis, r: dict[str, Any], body: dict[str, Any]) -> list[
             include_documentation=docs,
             per_broker=per_broker,
         )
-        # Unset, advertised.listeners means the listeners as bound; show what clients
-        # are actually told (clients read this to find the broker).
-        return [
-            dataclasses.replace(e, value=apis.metadata_cache.advertised_listeners(apis.broker_id))
-            if e.name == "advertised.listeners" and e.value is None and per_broker
-            else e
-            for e in entries
-        ]
     if rtype == ResourceType.BROKER_LOGGER:
         broker_loggers.validate_node(r["resource_name"], apis.broker_id)
         return [
@@ -129,7 +122,12 @@ def handle_describe_configs(apis: KafkaApis, request: Any) -> dict[str, Any]:
             ]
             result["error_code"] = 0
         except KafkaError as e:
-            result.update(error_code=int(e.code), error_message=e.message)
+            # Kafka answers an unknown topic with the field's default (an empty message)
+            # and any other failure with the exception's message.
+            unknown_topic = e.code is Errors.UNKNOWN_TOPIC_OR_PARTITION and e.message is None
+            result.update(
+                error_code=int(e.code), error_message="" if unknown_topic else e.error_message
+            )
         results.append(result)
     return {"throttle_time_ms": 0, "results": results}
 
@@ -139,9 +137,10 @@ def _alter_result(r: dict[str, Any], error: KafkaError | None) -> dict[str, Any]
         "resource_type": r["resource_type"],
         "resource_name": r["resource_name"],
         "error_code": 0,
+        "error_message": None,
     }
     if error is not None:
-        out.update(error_code=int(error.code), error_message=error.message)
+        out.update(error_code=int(error.code), error_message=error.error_message)
     return out
 
 

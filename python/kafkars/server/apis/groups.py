@@ -17,6 +17,8 @@ from kafkars.coordinator.group.group_metadata_manager import GROUP_METADATA_TOPI
 from kafkars.coordinator.transaction.transaction_state_manager import (
     TRANSACTION_STATE_TOPIC_NAME,
 )
+from kafkars.security.authorization import GROUP_OPERATIONS, authorized_operations
+from kafkars.security.authorizer import ResourceType
 from kafkars.server.error_responses import respond_or_error
 from kafkars.server.errors import Errors, KafkaError
 
@@ -74,12 +76,12 @@ def handle_find_coordinator(apis: KafkaApis, request: Any) -> dict[str, Any]:
         return apis.metadata_cache.node(leader, request.listener_name) if leader >= 0 else None
 
     def find(key: str) -> dict[str, Any]:
+        # Kafka words success as the error's name in the single-key form ("NONE") and
+        # leaves it empty per key (v4+); an empty key is a valid group id to Kafka 4.
         if key_type not in (COORDINATOR_TYPE_GROUP, COORDINATOR_TYPE_TRANSACTION):
             error, message = Errors.INVALID_REQUEST, f"Unknown coordinator type {key_type}"
-        elif not key:
-            error, message = Errors.INVALID_REQUEST, "The key must not be empty"
         else:
-            error, message = Errors.NONE, None
+            error, message = Errors.NONE, ("" if request.api_version >= 4 else "NONE")
             try:
                 if key_type == COORDINATOR_TYPE_GROUP:
                     apis.group_metadata_manager.ensure_topic()
@@ -341,7 +343,27 @@ def handle_describe_groups(apis: KafkaApis, request: Any) -> dict[str, Any]:
             continue
         described = coordinator.describe_group(group_id)
         described["error_message"] = None
-        described["authorized_operations"] = AUTHORIZED_OPERATIONS_OMITTED
+        if request.api_version >= 6 and described["group_state"] == "Dead":
+            # v6 (KIP-1043) names a group that does not exist instead of describing it Dead.
+            described.update(
+                error_code=int(Errors.GROUP_ID_NOT_FOUND),
+                error_message=f"Group {group_id} not found.",
+                authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+            )
+            groups.append(described)
+            continue
+        described["authorized_operations"] = (
+            authorized_operations(
+                apis.authorizer,
+                request.principal or "User:ANONYMOUS",
+                request.client_host,
+                ResourceType.GROUP,
+                group_id,
+                GROUP_OPERATIONS,
+            )
+            if request.body.get("include_authorized_operations")
+            else AUTHORIZED_OPERATIONS_OMITTED
+        )
         groups.append(described)
     return {"throttle_time_ms": 0, "groups": groups}
 
