@@ -21,7 +21,7 @@ reference-kafka: dev reference-deps ## start Apache Kafka $(KAFKA) (the referenc
 
 differential: dev reference-deps ## the differential tests against Apache Kafka; the report in $(DIFFERENTIAL_REPORT), the table in the README
 	KAFKARS_DIFFERENTIAL_REPORT=$(abspath $(DIFFERENTIAL_REPORT)) $(PY) -m pytest -q tests/differential
-	$(PY) -m tests.differential.report $(DIFFERENTIAL_REPORT) --readme README.md
+	$(PY) tests/differential/report.py $(DIFFERENTIAL_REPORT) --readme README.md
 
 # CI runs the differential tests with the rest of the suite: the jars come first.
 test-python: reference-deps

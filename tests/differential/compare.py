@@ -104,7 +104,9 @@ def supported_versions(bootstrap: str) -> dict[int, tuple[int, int]]:
     conn = Connection(bootstrap)
     try:
         response = conn.call(
-            API_VERSIONS, 3, {"client_software_name": "differential", "client_software_version": "1"}
+            API_VERSIONS,
+            3,
+            {"client_software_name": "differential", "client_software_version": "1"},
         )
     finally:
         conn.close()
@@ -125,9 +127,7 @@ class Normalizer:
 
     def __call__(self, value: Any, name: str = "") -> Any:
         if isinstance(value, dict):
-            return {
-                k: self(v, k) for k, v in sorted(value.items()) if k not in IGNORED
-            }
+            return {k: self(v, k) for k, v in sorted(value.items()) if k not in IGNORED}
         if isinstance(value, list):
             items = [self(v, name) for v in value]
             if items and all(isinstance(i, dict) for i in items):
@@ -370,9 +370,7 @@ class Pair:
         self.conns = {name: Connection(addr) for name, addr in self.addresses.items()}
         self.normalizers = {name: Normalizer() for name in self.addresses}
         self.kafka_versions = report.advertised.setdefault("kafka", supported_versions(kafka))
-        self.kafkars_versions = report.advertised.setdefault(
-            "kafkars", supported_versions(kafkars)
-        )
+        self.kafkars_versions = report.advertised.setdefault("kafkars", supported_versions(kafkars))
 
     def versions(self, api_key: int) -> list[int]:
         """The versions of `api_key` kafkars advertises, where Kafka has them too."""

@@ -2,7 +2,7 @@
 
 Every test gets a `pair` (a connection to each broker) and adds what it saw to the
 session's report, written as JSON at the end (`$KAFKARS_DIFFERENTIAL_REPORT`, default
-`.cache/differential.json`; `python -m tests.differential.report` renders it)."""
+`.cache/differential.json`; `tests/differential/report.py` renders it)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,9 @@ import pytest
 
 from kafkars.broker import Broker
 from kafkars.testing.reference_kafka import ReferenceKafka
-from tests.differential.compare import Pair, Report
-from tests.differential.known import KNOWN_DIFFERENCES
+
+from .compare import Pair, Report
+from .known import KNOWN_DIFFERENCES
 
 # What both brokers run with: Kafka's defaults where kafkars' differ, one node id, and
 # settings that make a single node work (replication factors 1, no rebalance delay).

@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from kafkars.server.api_keys import ApiKey
-from tests.differential.compare import Pair
-from tests.differential.test_records import seed
-from tests.differential.test_topics import make_topic
+
+from .compare import Pair
+from .test_records import seed
+from .test_topics import make_topic
 
 TOPIC, BROKER = 2, 4
 # Broker configs both brokers have, static and dynamic, read-only and not.
@@ -110,6 +111,13 @@ def test_incremental_alter_configs(pair: Pair, name: str) -> None:
                 (TOPIC, name, [("cleanup.policy", APPEND, "compact")]),
                 (TOPIC, name, [("retention.ms", DELETE, None)]),
             ]
+        ),
+        scenario="one resource twice",
+    )
+    pair.check(
+        ApiKey.INCREMENTAL_ALTER_CONFIGS,
+        incremental(
+            [(TOPIC, name, [("cleanup.policy", APPEND, "compact"), ("retention.ms", DELETE, None)])]
         ),
         scenario="append to a list, delete",
     )

@@ -10,8 +10,9 @@ from typing import Any
 
 from kafkars import _core
 from kafkars.server.api_keys import ApiKey
-from tests.differential.compare import Pair
-from tests.differential.test_records import seed
+
+from .compare import Pair
+from .test_records import seed
 
 MEMBER_ID_REQUIRED = 79
 RETRIABLE = {14, 15, 16}  # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
@@ -30,17 +31,21 @@ def find_coordinator(pair: Pair, group: str, key_type: int = 0) -> None:
         if all(r["coordinators"][0]["error_code"] == 0 for r in answers.values()):
             # ...and until its coordinator has loaded the group's partition: an
             # OffsetFetch answers COORDINATOR_LOAD_IN_PROGRESS until then.
-            if key_type == 0:
-                wait_loaded(pair, group, deadline)
+            wait_loaded(pair, group, key_type, deadline)
             return
         assert time.monotonic() < deadline, answers
         time.sleep(0.1)
 
 
-def wait_loaded(pair: Pair, group: str, deadline: float) -> None:
+def wait_loaded(pair: Pair, key: str, key_type: int, deadline: float) -> None:
     while True:
-        answers = pair.call(ApiKey.OFFSET_FETCH, 7, offset_fetch(group, None, 7))
-        if not {r["error_code"] for r in answers.values()} & RETRIABLE:
+        if key_type == 0:
+            answers = pair.call(ApiKey.OFFSET_FETCH, 7, offset_fetch(key, None, 7))
+            codes = {r["error_code"] for r in answers.values()}
+        else:
+            answers = pair.call(ApiKey.DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": [key]})
+            codes = {r["transaction_states"][0]["error_code"] for r in answers.values()}
+        if not codes & RETRIABLE:
             return
         assert time.monotonic() < deadline, answers
         time.sleep(0.1)
@@ -237,7 +242,9 @@ def test_sync_heartbeat_describe_leave(pair: Pair, name: str) -> None:
     check_member(
         pair, member, ApiKey.HEARTBEAT, heartbeat(member.generation + 5), "stale generation"
     )
-    check_member(pair, member, ApiKey.HEARTBEAT, heartbeat(member.generation, "nobody"), "unknown member")
+    check_member(
+        pair, member, ApiKey.HEARTBEAT, heartbeat(member.generation, "nobody"), "unknown member"
+    )
 
     def describe(version: int) -> dict[str, Any]:
         return {"groups": [name, f"{name}-missing"], "include_authorized_operations": version >= 3}
@@ -256,7 +263,9 @@ def test_sync_heartbeat_describe_leave(pair: Pair, name: str) -> None:
         }
 
     check_member(pair, member, ApiKey.SYNC_GROUP, sync(member.generation + 3), "stale generation")
-    check_member(pair, member, ApiKey.SYNC_GROUP, sync(member.generation, "nobody"), "unknown member")
+    check_member(
+        pair, member, ApiKey.SYNC_GROUP, sync(member.generation, "nobody"), "unknown member"
+    )
 
     def list_groups(version: int) -> dict[str, Any]:
         return {"states_filter": ["Stable"] if version >= 4 else [], "types_filter": []}
@@ -304,7 +313,9 @@ def offset_fetch(group: str, topic: str | None, version: int) -> dict[str, Any]:
     topics = None if topic is None else [{"name": topic, "partition_indexes": [0, 3]}]
     if version >= 8:
         return {
-            "groups": [{"group_id": group, "topics": topics, "member_id": None, "member_epoch": -1}],
+            "groups": [
+                {"group_id": group, "topics": topics, "member_id": None, "member_epoch": -1}
+            ],
             "require_stable": True,
         }
     return {"group_id": group, "topics": topics, "require_stable": version >= 7}
@@ -355,7 +366,10 @@ def test_offsets(pair: Pair, name: str) -> None:
     )
 
     def offset_delete(topic: str) -> dict[str, Any]:
-        return {"group_id": name, "topics": [{"name": topic, "partitions": [{"partition_index": 0}]}]}
+        return {
+            "group_id": name,
+            "topics": [{"name": topic, "partitions": [{"partition_index": 0}]}],
+        }
 
     pair.check(ApiKey.OFFSET_DELETE, offset_delete(name), scenario="subscribed topic")
 
@@ -374,6 +388,4 @@ def test_delete_empty_group(pair: Pair, name: str) -> None:
         {"group_id": name, "topics": [{"name": name, "partitions": [{"partition_index": 0}]}]},
         scenario="empty group",
     )
-    pair.check(
-        ApiKey.DELETE_GROUPS, {"groups_names": [name]}, scenario="empty group", versions=[2]
-    )
+    pair.check(ApiKey.DELETE_GROUPS, {"groups_names": [name]}, scenario="empty group", versions=[2])

@@ -7,8 +7,9 @@ from typing import Any
 
 from kafkars import _core
 from kafkars.server.api_keys import ApiKey
-from tests.differential.compare import Pair, TopicIdOf
-from tests.differential.test_topics import make_topic
+
+from .compare import Pair, TopicIdOf
+from .test_topics import make_topic
 
 NO_PRODUCER = {"producer_id": -1, "producer_epoch": -1, "base_sequence": -1}
 
@@ -127,9 +128,7 @@ def test_fetch(pair: Pair, name: str) -> None:
 def test_fetch_errors(pair: Pair, name: str) -> None:
     seed(pair, name)
     pair.check(ApiKey.FETCH, lambda v: fetch(name, v, offset=1000), scenario="offset out of range")
-    pair.check(
-        ApiKey.FETCH, lambda v: fetch(name, v, partition=4), scenario="unknown partition"
-    )
+    pair.check(ApiKey.FETCH, lambda v: fetch(name, v, partition=4), scenario="unknown partition")
     versions = [v for v in pair.versions(ApiKey.FETCH) if v < 13]
     pair.check(
         ApiKey.FETCH,
@@ -157,7 +156,9 @@ def test_list_offsets(pair: Pair, name: str) -> None:
     seed(pair, name)
     for timestamp, scenario in ((-1, "latest"), (-2, "earliest"), (0, "by timestamp 0")):
         pair.check(
-            ApiKey.LIST_OFFSETS, lambda v: list_offsets(name, timestamp, v), scenario=scenario
+            ApiKey.LIST_OFFSETS,
+            lambda v, ts=timestamp: list_offsets(name, ts, v),  # type: ignore[misc]
+            scenario=scenario,
         )
     versions = [v for v in pair.versions(ApiKey.LIST_OFFSETS) if v >= 7]
     pair.check(
@@ -211,7 +212,9 @@ def test_delete_records(pair: Pair, name: str) -> None:
     versions = pair.versions(ApiKey.DELETE_RECORDS)
     for version in versions:
         pair.check(
-            ApiKey.DELETE_RECORDS, body(1 + version), scenario="below the high watermark",
+            ApiKey.DELETE_RECORDS,
+            body(1 + version),
+            scenario="below the high watermark",
             versions=[version],
         )
     pair.check(ApiKey.DELETE_RECORDS, body(100), scenario="past the high watermark")

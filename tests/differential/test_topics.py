@@ -8,8 +8,9 @@ import uuid
 from typing import Any
 
 from kafkars.server.api_keys import ApiKey
-from tests.differential.compare import Pair
-from tests.differential.known import AUTO_CREATED_TOPIC
+
+from .compare import Pair
+from .known import AUTO_CREATED_TOPIC
 
 ZERO = uuid.UUID(int=0)
 

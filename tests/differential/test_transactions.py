@@ -10,9 +10,10 @@ import time
 from typing import Any
 
 from kafkars.server.api_keys import ApiKey
-from tests.differential.compare import Pair
-from tests.differential.test_groups import find_coordinator
-from tests.differential.test_records import seed
+
+from .compare import Pair
+from .test_groups import find_coordinator
+from .test_records import seed
 
 TXN = 1
 
@@ -161,9 +162,7 @@ def test_transaction_flow(pair: Pair, name: str) -> None:
             "unknown topic",
             versions=[version],
         )
-        producer.check(
-            ApiKey.END_TXN, end(producer.txn_id, commit=False), "abort", versions=[3]
-        )
+        producer.check(ApiKey.END_TXN, end(producer.txn_id, commit=False), "abort", versions=[3])
 
 
 def test_end_txn_every_version(pair: Pair, name: str) -> None:

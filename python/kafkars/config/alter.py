@@ -70,7 +70,19 @@ def validate_alter(
             return None
         return TOPIC_CONFIG_DEF.parse_value(name, value)
     if rt is ResourceType.BROKER:
-        return _validate_broker(name, value, per_broker)
+        # Kafka's broker checks a dynamic change by building the new config, and answers
+        # whatever that refuses as an invalid request (not an invalid config).
+        try:
+            return _validate_broker(name, value, per_broker)
+        except ConfigException as e:
+            if e.error_code != INVALID_CONFIG:
+                raise
+            raise ConfigException(
+                f"Invalid config value for broker config {name}: {e}",
+                name=name,
+                value=value,
+                error_code=INVALID_REQUEST,
+            ) from None
     raise ConfigException(
         f"AlterConfigs is only supported for topics and brokers, but resource type is "
         f"{rt.name if rt is not None else resource_type}",

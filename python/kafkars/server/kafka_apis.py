@@ -114,6 +114,10 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.SASL_AUTHENTICATE: sasl.handle_sasl_authenticate,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: sasl.handle_describe_user_scram_credentials,
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: sasl.handle_alter_user_scram_credentials,
+    # A single broker answers these too (Kafka's does): nothing to elect or move.
+    ApiKey.ELECT_LEADERS: inter_broker.handle_elect_leaders,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: reassignments.handle_alter_partition_reassignments,
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: reassignments.handle_list_partition_reassignments,
 }
 
 
@@ -123,9 +127,6 @@ CLUSTER_HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.STOP_REPLICA: inter_broker.handle_stop_replica,
     ApiKey.UPDATE_METADATA: inter_broker.handle_update_metadata,
     ApiKey.CONTROLLED_SHUTDOWN: inter_broker.handle_controlled_shutdown,
-    ApiKey.ELECT_LEADERS: inter_broker.handle_elect_leaders,
-    ApiKey.ALTER_PARTITION_REASSIGNMENTS: reassignments.handle_alter_partition_reassignments,
-    ApiKey.LIST_PARTITION_REASSIGNMENTS: reassignments.handle_list_partition_reassignments,
 }
 
 

@@ -465,11 +465,12 @@ class TransactionCoordinator:
             return {
                 "error_code": int(Errors.TRANSACTIONAL_ID_NOT_FOUND),
                 "transactional_id": transactional_id,
+                # Kafka leaves every other field at its zero default.
                 "transaction_state": "",
                 "transaction_timeout_ms": 0,
-                "transaction_start_time_ms": -1,
-                "producer_id": -1,
-                "producer_epoch": -1,
+                "transaction_start_time_ms": 0,
+                "producer_id": 0,
+                "producer_epoch": 0,
                 "topics": [],
             }
         with txn.lock:

@@ -173,11 +173,19 @@ def _apply(apis: KafkaApis, r: dict[str, Any], configs: dict[str, str], per_brok
         apis.config.set_dynamic_broker_configs(configs, per_broker=per_broker)
 
 
+def _check_unique(resources: list[dict[str, Any]], r: dict[str, Any]) -> None:
+    """Kafka refuses every copy of a resource named twice in one request."""
+    key = (r["resource_type"], r["resource_name"])
+    if sum((o["resource_type"], o["resource_name"]) == key for o in resources) > 1:
+        raise KafkaError(Errors.INVALID_REQUEST, f"Duplicate resource {key[1]} in the request")
+
+
 def handle_alter_configs(apis: KafkaApis, request: Any) -> dict[str, Any]:
     body = request.body
     responses = []
     for r in body["resources"]:
         try:
+            _check_unique(body["resources"], r)
             rtype, per_broker, _ = _current(apis, r)
             wanted = {c["name"]: c["value"] for c in r["configs"]}
             try:
@@ -211,6 +219,7 @@ def handle_incremental_alter_configs(apis: KafkaApis, request: Any) -> dict[str,
     responses = []
     for r in body["resources"]:
         try:
+            _check_unique(body["resources"], r)
             if r["resource_type"] == ResourceType.BROKER_LOGGER:
                 _alter_loggers(apis, r, body["validate_only"])
                 responses.append(_alter_result(r, None))

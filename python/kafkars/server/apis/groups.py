@@ -88,7 +88,7 @@ def handle_find_coordinator(apis: KafkaApis, request: Any) -> dict[str, Any]:
                 else:
                     apis.transaction_state_manager.ensure_topic()
             except KafkaError as e:
-                error, message = e.code, e.message
+                error, message = e.code, e.error_message
         node = coordinator(key) if error is Errors.NONE else None
         if error is Errors.NONE and node is None:
             error, message = Errors.COORDINATOR_NOT_AVAILABLE, "The coordinator is not available."

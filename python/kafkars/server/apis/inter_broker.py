@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
-from kafkars.server.errors import Errors
+from kafkars.server.errors import Errors, code_description
 
 if TYPE_CHECKING:
     from kafkars.server.kafka_apis import KafkaApis
@@ -52,8 +52,8 @@ def handle_controlled_shutdown(apis: KafkaApis, request: Any) -> dict[str, Any]:
 
 def handle_elect_leaders(apis: KafkaApis, request: Any) -> dict[str, Any]:
     """ElectLeaders (KIP-460), answered by the controller: preferred (type 0) or unclean
-    (type 1) election for the given partitions, or all of them."""
-    assert apis.cluster is not None
+    (type 1) election for the given partitions, or all of them. A single broker leads
+    every partition already: each named one answers ELECTION_NOT_NEEDED."""
     body = request.body
     unclean = body.get("election_type", 0) == 1
     wanted = body["topic_partitions"]
@@ -67,16 +67,34 @@ def handle_elect_leaders(apis: KafkaApis, request: Any) -> dict[str, Any]:
         results.update(outcome)
         done.set()
 
-    controller = apis.cluster.controller
-    if not controller.active:
-        return {"throttle_time_ms": 0, "error_code": int(Errors.NOT_CONTROLLER)}
-    controller.elect_leaders(partitions, unclean, reply)
+    if apis.cluster is None:
+        reply(
+            {
+                (topic, index): int(
+                    Errors.ELECTION_NOT_NEEDED
+                    if (state := apis.metadata_cache.get(topic)) is not None
+                    and 0 <= index < state.num_partitions
+                    else Errors.UNKNOWN_TOPIC_OR_PARTITION
+                )
+                for topic, index in partitions or []
+            }
+        )
+    else:
+        controller = apis.cluster.controller
+        if not controller.active:
+            return {"throttle_time_ms": 0, "error_code": int(Errors.NOT_CONTROLLER)}
+        controller.elect_leaders(partitions, unclean, reply)
     if not done.wait(max(1.0, body["timeout_ms"] / 1000)):
         return {"throttle_time_ms": 0, "error_code": int(Errors.REQUEST_TIMED_OUT)}
     by_topic: dict[str, list[dict[str, Any]]] = {}
     for (topic, partition), code in sorted(results.items()):
         by_topic.setdefault(topic, []).append(
-            {"partition_id": partition, "error_code": code, "error_message": None}
+            {
+                "partition_id": partition,
+                "error_code": code,
+                # Kafka words every failed election with its error's description.
+                "error_message": code_description(Errors(code)) if code else None,
+            }
         )
     return {
         "throttle_time_ms": 0,

@@ -127,7 +127,11 @@ def handle_metadata(apis: KafkaApis, request: Any) -> dict[str, Any]:
         entry = _topic_entry(apis, name)
         if entry["error_code"] == 0 and body.get("include_topic_authorized_operations"):
             entry["topic_authorized_operations"] = authorized_operations(
-                authorizer, principal, request.client_host, ResourceType.TOPIC, name,
+                authorizer,
+                principal,
+                request.client_host,
+                ResourceType.TOPIC,
+                name,
                 TOPIC_OPERATIONS,
             )
         topics.append(entry)
