@@ -45,6 +45,8 @@ WALL_CLOCK = re.compile(r"(^|_)timestamp$|^log_append_time_ms$|_time_ms$|^last_h
 # Not timestamps although the names end like one.
 DURATIONS = {"transaction_timeout_ms", "session_timeout_ms", "rebalance_timeout_ms"}
 IGNORED = {"throttle_time_ms"}
+# Lists of names that are sets (the protocol gives their order no meaning).
+UNORDERED = {"mechanisms"}
 # Sizes of the shared disk, which change between two calls.
 DISK_BYTES = {"total_bytes", "usable_bytes"}
 # Text that names this run's ports and temporary paths.
@@ -130,6 +132,8 @@ class Normalizer:
             return {k: self(v, k) for k, v in sorted(value.items()) if k not in IGNORED}
         if isinstance(value, list):
             items = [self(v, name) for v in value]
+            if name in UNORDERED:
+                return sorted(items)
             if items and all(isinstance(i, dict) for i in items):
                 items.sort(key=lambda i: json.dumps(i, sort_keys=True, default=str))
             return items
@@ -438,6 +442,11 @@ class Pair:
                 failures.append((version, outcome.unexplained))
         assert not failures, describe_failures(name, scenario, failures)
         return answers
+
+    def reconnect(self) -> None:
+        """Fresh connections (a SASL exchange, once started, owns its connection)."""
+        self.close()
+        self.conns = {name: Connection(addr) for name, addr in self.addresses.items()}
 
     def close(self) -> None:
         for conn in self.conns.values():

@@ -91,6 +91,11 @@ REQUESTS: dict[ApiKey, dict[str, Any]] = {
     },
     ApiKey.CREATE_PARTITIONS: {"topics": [{"name": "a", "count": 3}]},
     ApiKey.DELETE_GROUPS: {"groups_names": ["g", "h"]},
+    ApiKey.ELECT_LEADERS: {"topic_partitions": [{"topic": "a", "partitions": [0, 1]}]},
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: {
+        "topics": [{"name": "a", "partitions": [{"partition_index": 0, "replicas": [1]}]}]
+    },
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: {"topics": None},
     ApiKey.OFFSET_DELETE: {"group_id": "g", "topics": []},
     ApiKey.DESCRIBE_CLUSTER: {"endpoint_type": 1},
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: {"topics": [{"name": "a"}, {"name": "b"}]},

@@ -225,7 +225,8 @@ def _find_coordinator(body: Body, version: int, code: int, message: str | None) 
                     "host": "",
                     "port": -1,
                     "error_code": code,
-                    "error_message": message,
+                    # Kafka leaves the per-key message at its empty default.
+                    "error_message": "",
                 }
                 for key in body.get("coordinator_keys", [])
             ],
@@ -526,7 +527,21 @@ def _update_metadata(body: Body, version: int, code: int, message: str | None) -
 
 
 def _elect_leaders(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
-    return {"throttle_time_ms": 0, "error_code": code, "replica_election_results": []}
+    # v0 has no top-level error: each named partition carries it.
+    return {
+        "throttle_time_ms": 0,
+        "error_code": code,
+        "replica_election_results": [
+            {
+                "topic": t["topic"],
+                "partition_result": [
+                    {"partition_id": p, "error_code": code, "error_message": message}
+                    for p in t["partitions"]
+                ],
+            }
+            for t in body.get("topic_partitions") or []
+        ],
+    }
 
 
 def _alter_partition_reassignments(

@@ -38,7 +38,7 @@ from kafkars.server.apis import (
     versions,
 )
 from kafkars.server.error_responses import error_response, respond_with_error
-from kafkars.server.errors import Errors
+from kafkars.server.errors import Errors, code_description
 from kafkars.server.quota_manager import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE
 
 if TYPE_CHECKING:
@@ -297,7 +297,10 @@ class KafkaApis:
             denied.name,
             request.client_host,
         )
-        response = error_response(request.api_key, request.api_version, request.body, denied)
+        # Kafka answers with the authorization exception's message (its description).
+        response = error_response(
+            request.api_key, request.api_version, request.body, denied, code_description(denied)
+        )
         if response is None:
             request.close_connection()
         else:

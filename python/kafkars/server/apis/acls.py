@@ -69,7 +69,8 @@ def handle_create_acls(apis: KafkaApis, request: Any) -> dict[str, Any]:
             results.append({"error_code": int(Errors.INVALID_REQUEST), "error_message": reason})
         else:
             valid.append(binding)
-            results.append({"error_code": 0, "error_message": None})
+            # Kafka leaves a created binding's message at its empty default.
+            results.append({"error_code": 0, "error_message": ""})
     apis.authorizer.create(valid)
     return {"throttle_time_ms": 0, "results": results}
 
@@ -89,7 +90,7 @@ def handle_describe_acls(apis: KafkaApis, request: Any) -> dict[str, Any]:
     return {
         "throttle_time_ms": 0,
         "error_code": 0,
-        "error_message": None,
+        "error_message": "",  # Kafka's empty default on success
         "resources": [
             {"resource_type": t, "resource_name": n, "pattern_type": p, "acls": acls}
             for (t, n, p), acls in sorted(by_resource.items())

@@ -66,7 +66,7 @@ def handle_sasl_authenticate(apis: KafkaApis, request: Any) -> dict[str, Any]:
         log.debug("Authenticated %s from /%s", exchange.principal, request.client_host)
     return {
         "error_code": 0,
-        "error_message": None,
+        "error_message": "",  # Kafka's empty default on success
         "auth_bytes": reply,
         "session_lifetime_ms": lifetime,
     }
