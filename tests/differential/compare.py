@@ -205,6 +205,7 @@ ELEMENT_KEYS = (
     "group_id",
     "transactional_id",
     "resource_name",
+    "user",
     "node_id",
     "broker_id",
     "key",

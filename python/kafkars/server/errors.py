@@ -123,6 +123,7 @@ class Errors(IntEnum):
     UNRELEASED_INSTANCE_ID = 111
     UNSUPPORTED_ASSIGNOR = 112
     STALE_MEMBER_EPOCH = 113
+    TRANSACTION_ABORTABLE = 120
 
 
 class KafkaError(Exception):

@@ -76,7 +76,7 @@ class TransactionVerifier:
         code = self.check(transactional_id, producer_id, producer_epoch, tp)
         if code is None:
             return Errors.NOT_ENOUGH_REPLICAS  # retriable for the producer
-        if code is Errors.INVALID_PRODUCER_ID_MAPPING:
+        if code in (Errors.INVALID_PRODUCER_ID_MAPPING, Errors.TRANSACTION_ABORTABLE):
             return Errors.INVALID_TXN_STATE
         if code is Errors.PRODUCER_FENCED:
             return Errors.INVALID_PRODUCER_EPOCH

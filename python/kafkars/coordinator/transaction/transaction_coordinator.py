@@ -311,7 +311,9 @@ class TransactionCoordinator:
         partitions: Iterable[TopicPartition],
     ) -> dict[TopicPartition, Errors]:
         """AddPartitionsToTxn with verify_only (KIP-890): whether each partition is in the
-        producer's open transaction, changing nothing."""
+        producer's open transaction, changing nothing. A partition not in it is
+        TRANSACTION_ABORTABLE, as Kafka's coordinator answers (the produce path words it
+        for the producer)."""
         txn = self.get(transactional_id)
         out: dict[TopicPartition, Errors] = {}
         with txn.lock if txn is not None else threading.Lock():
@@ -320,7 +322,7 @@ class TransactionCoordinator:
                 if error is not Errors.NONE:
                     out[tp] = error
                 elif txn is None or txn.state is not S.ONGOING or tp not in txn.partitions:
-                    out[tp] = Errors.INVALID_TXN_STATE
+                    out[tp] = Errors.TRANSACTION_ABORTABLE
                 else:
                     out[tp] = Errors.NONE
         return out
@@ -340,7 +342,7 @@ class TransactionCoordinator:
         error = self.verify_partitions(transactional_id, producer_id, producer_epoch, [tp])[tp]
         if error is Errors.PRODUCER_FENCED:
             return Errors.INVALID_PRODUCER_EPOCH
-        if error is Errors.INVALID_PRODUCER_ID_MAPPING:
+        if error in (Errors.INVALID_PRODUCER_ID_MAPPING, Errors.TRANSACTION_ABORTABLE):
             return Errors.INVALID_TXN_STATE
         return error
 

@@ -65,7 +65,7 @@ def handle_describe_client_quotas(apis: KafkaApis, request: Any) -> dict[str, An
         for entity, values in apis.quota_store.entities().items()
         if _matches(entity, body["components"], body["strict"])
     ]
-    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "entries": entries}
+    return {"throttle_time_ms": 0, "error_code": 0, "error_message": "", "entries": entries}
 
 
 def handle_alter_client_quotas(apis: KafkaApis, request: Any) -> dict[str, Any]:

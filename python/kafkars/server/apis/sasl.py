@@ -106,14 +106,14 @@ def handle_describe_user_scram_credentials(apis: KafkaApis, request: Any) -> dic
             {
                 "user": name,
                 "error_code": 0,
-                "error_message": None,
+                "error_message": "",  # Kafka's empty default on success
                 "credential_infos": [
                     {"mechanism": MECHANISMS[m][0], "iterations": c.iterations}
                     for m, c in sorted(creds.items())
                 ],
             }
         )
-    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "results": results}
+    return {"throttle_time_ms": 0, "error_code": 0, "error_message": "", "results": results}
 
 
 def handle_alter_user_scram_credentials(apis: KafkaApis, request: Any) -> dict[str, Any]:
