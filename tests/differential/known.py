@@ -72,10 +72,24 @@ KNOWN_DIFFERENCES: dict[str, dict[str, str]] = {
 AUTO_CREATED_TOPIC = {
     "topics[].error_code": (
         "kafkars creates an auto-created topic before answering and serves it at once; "
-        "Kafka's KRaft broker forwards the creation to its controller and answers "
-        "UNKNOWN_TOPIC_OR_PARTITION until the topic reaches its metadata (clients retry)"
+        "Kafka answers UNKNOWN_TOPIC_OR_PARTITION (KRaft: the creation goes to its "
+        "controller) or LEADER_NOT_AVAILABLE (ZooKeeper mode) until the topic has "
+        "leaders, and clients retry"
     ),
     "topics[].partitions": "the auto-created topic, served at once by kafkars",
     "topics[].partitions[].error_code": "the auto-created topic, served at once by kafkars",
     "topics[].topic_id": "the auto-created topic: Kafka has no id for it yet",
+}
+
+# Against Apache Kafka 3.9 in ZooKeeper mode (test_zookeeper_mode.py).
+ZOOKEEPER_MODE: dict[str, dict[str, str]] = {
+    "DescribeConfigs": {
+        "results[*].configs[name=advertised.listeners].read_only": (
+            "kafkars reports advertised.listeners read-only as Kafka 4 does, in both modes; "
+            "Kafka 3.9 lets a ZooKeeper-mode broker change it dynamically"
+        ),
+        "results[*].configs[name=listeners].synonyms*": (
+            "kafkars' default listener is 127.0.0.1:9092 where Kafka's is every interface"
+        ),
+    },
 }

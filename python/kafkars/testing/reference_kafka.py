@@ -161,7 +161,7 @@ class ReferenceKafka:
         self.port = free_port()
         self.sasl_port = free_port() if self.sasl_users else None
         self.controller_port = free_port() if zookeeper is None else None
-        self.cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        self.cluster_id = _cluster_id()
         self.config: dict[str, str] = self._base_config()
         self.config.update({k: _render(v) for k, v in (config or {}).items()})
         self._child: subprocess.Popen[bytes] | None = None
@@ -333,6 +333,15 @@ class ReferenceKafka:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def _cluster_id() -> str:
+    """A random id as Kafka's storage tool makes one: base64 of 16 bytes, never starting
+    with '-' (it would read as an option)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 def _render(value: Any) -> str:
