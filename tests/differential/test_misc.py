@@ -4,13 +4,15 @@ ConsumerGroupHeartbeat and ConsumerGroupDescribe, AddPartitionsToTxn's broker fo
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
+from kafkars import _core
 from kafkars.server.api_keys import ApiKey
 
 from .compare import Pair
 from .test_groups import find_coordinator
-from .test_records import seed
+from .test_records import fetch, seed
 from .test_transactions import EPOCH, PID, Producer
 
 
@@ -160,3 +162,64 @@ def test_add_partitions_broker_form(pair: Pair, name: str) -> None:
     producer.check(
         ApiKey.ADD_PARTITIONS_TO_TXN, body(True), "verify an added partition", versions=versions
     )
+
+
+def test_list_every_group(pair: Pair) -> None:
+    """v0–3 list every group: both brokers have seen the same groups in this session."""
+    versions = [v for v in pair.versions(ApiKey.LIST_GROUPS) if v < 4]
+    pair.check(ApiKey.LIST_GROUPS, {}, scenario="every group", versions=versions)
+
+
+def test_write_txn_markers(pair: Pair, name: str) -> None:
+    """The coordinator-to-leader request, sent as a client may (no authorizer): an abort
+    marker for a producer that never wrote, then what Fetch shows of it."""
+    seed(pair, name)
+    marker = {
+        "markers": [
+            {
+                "producer_id": 4242,
+                "producer_epoch": 0,
+                "transaction_result": False,
+                "topics": [{"name": name, "partition_indexes": [0, 7]}],
+                "coordinator_epoch": 0,
+            }
+        ]
+    }
+    pair.check(ApiKey.WRITE_TXN_MARKERS, marker, scenario="abort marker, a partition unknown")
+    pair.check(ApiKey.FETCH, lambda v: fetch(name, v, offset=8), scenario="the marker fetched")
+
+
+def _frame(
+    api_key: int, version: int, correlation: int, body: bytes = b"", flexible: bool = False
+) -> bytes:
+    """A request frame with a v1 header (key, version, correlation id, client id), or a
+    v2 one (empty tagged fields after it) when `flexible`."""
+    client = b"differential"
+    header = struct.pack(">hhih", api_key, version, correlation, len(client)) + client
+    header += b"\x00" if flexible else b""
+    return struct.pack(">i", len(header) + len(body)) + header + body
+
+
+def test_unsupported_api_versions_version(pair: Pair) -> None:
+    """ApiVersions at a version newer than the broker knows: answered at v0 with
+    UNSUPPORTED_VERSION and the supported ranges (KIP-511). The header is the flexible
+    one, as clients send for ApiVersions v3+ (Kafka closes on a v1 header there)."""
+    answers = {}
+    for broker, conn in pair.conns.items():
+        frame = conn.call_raw(_frame(18, 99, 7, flexible=True))
+        assert frame is not None, broker
+        decoded = _core.protocol.decode_response(18, 0, 7, frame)
+        answers[broker] = (decoded["error_code"], bool(decoded["api_keys"]))
+    assert answers["kafka"] == answers["kafkars"] == (35, True), answers
+
+
+def test_unsupported_version_and_unknown_api_close(pair: Pair) -> None:
+    """A version of an API beyond what the broker serves, or an API key it does not know:
+    Kafka closes the connection, and so does kafkars."""
+    for api_key, version in ((3, 99), (1, 99), (999, 0)):
+        pair.reconnect()
+        outcomes = {
+            broker: conn.call_raw(_frame(api_key, version, 1))
+            for broker, conn in pair.conns.items()
+        }
+        assert outcomes == {"kafka": None, "kafkars": None}, (api_key, version, outcomes)

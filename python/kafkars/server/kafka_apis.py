@@ -311,11 +311,11 @@ class KafkaApis:
         key = request.api_key
         handler = self.handlers.get(ApiKey(key)) if key in ApiKey._value2member_map_ else None
         supported = self.advertised.get(ApiKey(key)) if handler else None
-        # An API or version this broker does not advertise is answered with the bare
-        # UNSUPPORTED_VERSION error rather than a dropped connection.
+        # An API or version this broker does not serve closes the connection, as Kafka's
+        # does (ApiVersions excepted: KIP-511's v0 answer lists what is served).
         if handler is None or supported is None:
             log.info("Unsupported API key %s from %s", key, request.client_id)
-            request.respond_unsupported_version()
+            request.close_connection()
             return None
         low, high = supported
         if key != ApiKey.API_VERSIONS and not low <= request.api_version <= high:
@@ -327,7 +327,7 @@ class KafkaApis:
                 low,
                 high,
             )
-            request.respond_unsupported_version()
+            request.close_connection()
             return None
         started = time.perf_counter_ns()
         authorizer = self.authorizer

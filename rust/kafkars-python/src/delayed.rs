@@ -693,8 +693,7 @@ impl DelayedOperations {
                                         ResponseError::InvalidRecord.code(),
                                         ResponseError::InvalidTimestamp.code(),
                                     ];
-                                    let message =
-                                        validation.contains(&code).then(|| e.to_string());
+                                    let message = validation.contains(&code).then(|| e.to_string());
                                     partition_error(spec.index, code, message, Vec::new())
                                 }
                             }

@@ -181,15 +181,6 @@ impl PyRequest {
         Ok(())
     }
 
-    /// Answers with only `UNSUPPORTED_VERSION` after the header, for an API or version
-    /// this broker does not serve; the connection stays open.
-    fn respond_unsupported_version(&self) -> PyResult<()> {
-        let code = kafka_protocol::ResponseError::UnsupportedVersion.code();
-        let send = ResponseSend::error_code_only(self.correlation_id, code);
-        self.take_responder()?.send(Response::Send(send));
-        Ok(())
-    }
-
     /// Closes the connection after the responses before this one.
     fn close_connection(&self) -> PyResult<()> {
         self.take_responder()?.send(Response::Close);

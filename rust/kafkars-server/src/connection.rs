@@ -13,9 +13,9 @@ use tracing::debug;
 
 use crate::config::SocketServerConfig;
 use crate::connection_quotas::ConnectionSlot;
-use crate::frame::{FrameError, RequestHeader, parse_header};
+use crate::frame::{FrameError, parse_header};
 use crate::memory_pool::{MemoryGrant, MemoryPool};
-use crate::request_channel::{Request, RequestContext, Responder, Response, ResponseSend};
+use crate::request_channel::{Request, RequestContext, Responder, Response};
 use crate::request_metrics::{RequestMetrics, RequestTimes};
 use crate::send::{ResponseWriter, write_response};
 
@@ -234,14 +234,13 @@ impl ConnectionHandler {
             if header.unsupported_version
                 && header.api != Some(kafka_protocol::messages::ApiKey::ApiVersions)
             {
-                // Nothing can encode this API or version; answer with the bare error code so
-                // the client is not left waiting, and keep the connection.
-                let send = unsupported_response(&header);
+                // An API or version this broker cannot serve: Kafka closes the connection
+                // (after the responses already owed), and so does this.
                 pending
-                    .send(Pending::Ready(Response::Send(send)))
+                    .send(Pending::Ready(Response::Close))
                     .await
                     .map_err(|_| "writer gone")?;
-                continue;
+                return Ok(());
             }
             // Wait until the previous request is answered before handing this one over.
             let permit = tokio::select! {
@@ -286,13 +285,6 @@ impl ConnectionHandler {
                 .map_err(|_| "request channel closed")?;
         }
     }
-}
-
-fn unsupported_response(header: &RequestHeader) -> ResponseSend {
-    ResponseSend::error_code_only(
-        header.correlation_id,
-        kafka_protocol::ResponseError::UnsupportedVersion.code(),
-    )
 }
 
 async fn write_loop(

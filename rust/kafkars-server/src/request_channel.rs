@@ -215,13 +215,6 @@ impl ResponseSend {
     }
 
     /// Total bytes on the wire, size prefix included.
-    /// A response that is only an error code after the header: what a client gets for
-    /// an API or version the broker cannot serve, so it is answered rather than dropped.
-    pub fn error_code_only(correlation_id: i32, error_code: i16) -> Self {
-        let body = Bytes::copy_from_slice(&error_code.to_be_bytes());
-        Self::new(correlation_id, 0, vec![ResponseChunk::Bytes(body)])
-    }
-
     pub fn size_in_bytes(&self) -> usize {
         self.chunks.iter().map(ResponseChunk::len).sum()
     }
