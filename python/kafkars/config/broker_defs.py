@@ -219,7 +219,7 @@ _ROWS: list[_Row] = [
     _r("group.consumer.max.heartbeat.interval.ms", I, 15000, MEDIUM, "Largest heartbeat interval, consumer protocol.", at_least(1)),
     _r("group.consumer.max.size", I, INT_MAX, MEDIUM, "Members a consumer-protocol group may have.", at_least(1)),
     _r("group.consumer.assignors", LS, "org.apache.kafka.coordinator.group.assignor.UniformAssignor,org.apache.kafka.coordinator.group.assignor.RangeAssignor", MEDIUM, "Server-side assignors; the first is the default."),
-    _r("group.consumer.migration.policy", S, "disabled", MEDIUM, "Online classic/consumer group migration policy.", ValidString("disabled", "downgrade", "upgrade", "bidirectional", case_insensitive=True), internal=True),
+    _r("group.consumer.migration.policy", S, "bidirectional", MEDIUM, "Online classic/consumer group migration policy.", ValidString("disabled", "downgrade", "upgrade", "bidirectional", case_insensitive=True), internal=True),
     _r("offset.metadata.max.bytes", I, 4096, HIGH, "Largest metadata string of a committed offset."),
     _r("offsets.load.buffer.size", I, 5242880, HIGH, "Read batch size when loading __consumer_offsets.", at_least(1)),
     _r("offsets.topic.replication.factor", SH, 3, HIGH, "Replication factor of __consumer_offsets.", at_least(1)),

@@ -303,6 +303,7 @@ class KafkaServer:
             classic_group_in_use=lambda g: bool((grp := classic.get_group(g)) and grp.members),
             store=self.group_metadata_manager.append,
         )
+        self.group_coordinator.attach_consumer_groups(self.consumer_group_coordinator)
         self.consumer_group_coordinator.load(self.group_metadata_manager.consumer_group_records)
         t = step("group coordinator", t)
         verifier = None

@@ -14,6 +14,14 @@ has been told to own. Reconciliation follows KIP-848's rules:
 
 Offsets stay with the classic coordinator's group of the same id (as a group without
 classic members), so they persist in `__consumer_offsets` the same way.
+
+Online migration (`group.consumer.migration.policy`, as Apache Kafka 4): a consumer-protocol
+member joining a classic group of consumer-protocol ("consumer" type) members turns it into
+a consumer group whose classic members keep using JoinGroup, SyncGroup and Heartbeat; their
+rebalances follow the group's epochs (a classic member's generation is its member epoch,
+and Heartbeat answers REBALANCE_IN_PROGRESS when it must rejoin to reconcile). When the last
+consumer-protocol member leaves a group of classic members, it becomes a classic group again
+and rebalances.
 """
 
 from __future__ import annotations
@@ -24,13 +32,17 @@ import threading
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
+from kafkars.assignors import decode_assignment, decode_subscription, encode_assignment
 from kafkars.coordinator.clock import SYSTEM_TIME, Time
 from kafkars.coordinator.group import consumer_group_records as records
 from kafkars.coordinator.group.delayed import DelayedTimeout
 from kafkars.coordinator.group.server_assignors import TopicPartition, range_assign, uniform_assign
 from kafkars.server.errors import Errors
+
+if TYPE_CHECKING:
+    from kafkars.coordinator.group.group_coordinator import GroupCoordinator
 
 log = logging.getLogger("kafkars.coordinator.group.GroupCoordinator")
 
@@ -38,6 +50,8 @@ Record = tuple[bytes, bytes | None]
 LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
 ASSIGNORS = ("uniform", "range")
+CONSUMER_PROTOCOL_TYPE = "consumer"
+MIGRATION_POLICIES = ("disabled", "upgrade", "downgrade", "bidirectional")
 
 
 class TopicMetadataView(Protocol):
@@ -55,6 +69,17 @@ class ConsumerGroupConfig:
     heartbeat_interval_ms: int = 5_000
     max_size: int = 2**31 - 1
     assignors: tuple[str, ...] = ASSIGNORS
+    # group.consumer.migration.policy, and group.max.size (the most a classic group holds).
+    migration_policy: str = "bidirectional"
+    classic_max_size: int = 2**31 - 1
+
+    @property
+    def upgrade_enabled(self) -> bool:
+        return self.migration_policy in ("upgrade", "bidirectional")
+
+    @property
+    def downgrade_enabled(self) -> bool:
+        return self.migration_policy in ("downgrade", "bidirectional")
 
     @classmethod
     def from_broker(cls, config: Any) -> ConsumerGroupConfig:
@@ -68,7 +93,44 @@ class ConsumerGroupConfig:
             heartbeat_interval_ms=int(config.get("group.consumer.heartbeat.interval.ms")),
             max_size=int(config.get("group.consumer.max.size")),
             assignors=tuple(n for n in names if n in ASSIGNORS) or ASSIGNORS,
+            migration_policy=str(config.get("group.consumer.migration.policy")).lower(),
+            classic_max_size=int(config.get("group.max.size")),
         )
+
+
+@dataclass
+class ClassicMembership:
+    """What a member using the classic protocol (JoinGroup) inside a consumer group keeps:
+    its session timeout and the protocols (assignor name, subscription) it joined with."""
+
+    session_timeout_ms: int
+    protocols: list[tuple[str, bytes]]
+
+    @property
+    def protocol_name(self) -> str:
+        return self.protocols[0][0]
+
+    @property
+    def version(self) -> int:
+        """The consumer protocol version of its subscription: its assignment's version."""
+        data = self.protocols[0][1]
+        return int.from_bytes(data[:2], "big", signed=True) if len(data) >= 2 else 0
+
+
+@dataclass
+class ClassicMemberSnapshot:
+    """A classic member as it moves between a classic and a consumer group."""
+
+    member_id: str
+    instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    protocols: list[tuple[str, bytes]]
+    # Its subscription (the metadata of the group's protocol) and its assignment.
+    subscription: bytes
+    assignment: bytes
 
 
 @dataclass
@@ -91,6 +153,8 @@ class ConsumerMember:
     # The epoch a static member had when it left with epoch -2 (its successor's epoch).
     left_epoch: int = 0
     last_heartbeat: float = field(default_factory=SYSTEM_TIME.monotonic)
+    # Set for a member that uses the classic protocol (JoinGroup/SyncGroup/Heartbeat).
+    classic: ClassicMembership | None = None
 
     def subscribes(self, topic: str) -> bool:
         if topic in self.subscribed_topics:
@@ -136,6 +200,9 @@ class ConsumerGroup:
     def static_member(self, instance_id: str) -> ConsumerMember | None:
         return next((m for m in self.members.values() if m.instance_id == instance_id), None)
 
+    def classic_members(self) -> list[ConsumerMember]:
+        return [m for m in self.members.values() if m.classic is not None]
+
     def held_by_others(self, member_id: str) -> set[TopicPartition]:
         out: set[TopicPartition] = set()
         for m in self.members.values():
@@ -168,6 +235,8 @@ class ConsumerGroupCoordinator:
         self._groups: dict[str, ConsumerGroup] = {}
         self._lock = threading.Lock()
         self._active = True
+        # The classic coordinator, for online upgrades and downgrades (None: neither).
+        self.classic: GroupCoordinator | None = None
 
     def shutdown(self) -> None:
         self._active = False
@@ -178,16 +247,42 @@ class ConsumerGroupCoordinator:
 
     def delete_if_empty(self, group_id: str) -> bool:
         """DeleteGroups: False while the group has members."""
+        group = self.get(group_id)
+        if group is None:
+            return True
+        with group.lock:
+            if group.members:
+                return False
+            self._forget_group(group)
+            return True
+
+    def _forget_group(self, group: ConsumerGroup) -> None:
+        """Drops the group and tombstones its records (under the group's lock)."""
         with self._lock:
-            group = self._groups.get(group_id)
-            if group is None:
-                return True
-            with group.lock:
-                if group.members:
-                    return False
-                del self._groups[group_id]
-                self._write(group, [(k, None) for k in list(group.persisted)])
-                return True
+            if self._groups.get(group.group_id) is group:
+                del self._groups[group.group_id]
+        self._write(group, [(k, None) for k in list(group.persisted)])
+
+    def _current(self, group_id: str, create: bool = False) -> ConsumerGroup | None:
+        """The group, locked; None (not locked) when there is none. A group replaced or
+        dropped while waiting for its lock (a migration) is looked up again."""
+        while True:
+            with self._lock:
+                group = self._groups.get(group_id)
+                if group is None:
+                    if not create:
+                        return None
+                    group = self._groups[group_id] = ConsumerGroup(group_id)
+            group.lock.acquire()
+            with self._lock:
+                if self._groups.get(group_id) is group:
+                    return group
+            group.lock.release()
+
+    def in_use(self, group_id: str) -> bool:
+        """A consumer group with members: classic requests for it are answered here."""
+        group = self.get(group_id)
+        return group is not None and bool(group.members)
 
     def group_ids(self) -> list[str]:
         with self._lock:
@@ -200,45 +295,33 @@ class ConsumerGroupCoordinator:
         epoch = int(req.get("member_epoch", 0))
         if not group_id:
             return self._error(Errors.INVALID_REQUEST, "GroupId can't be empty.", member_id)
-        if epoch == 0:
-            if not req.get("subscribed_topic_names") and not req.get("subscribed_topic_regex"):
-                return self._error(
-                    Errors.INVALID_REQUEST, "A joining member needs a subscription.", member_id
-                )
-            if req.get("rebalance_timeout_ms", -1) < 0:
-                return self._error(
-                    Errors.INVALID_REQUEST, "RebalanceTimeoutMs must be set.", member_id
-                )
-        elif not member_id:
-            return self._error(Errors.INVALID_REQUEST, "MemberId can't be empty.", member_id)
+        invalid = self._invalid(req)
+        if invalid is not None:
+            return self._error(Errors.INVALID_REQUEST, invalid, member_id)
         assignor = req.get("server_assignor")
         if assignor is not None and assignor not in self.config.assignors:
             return self._error(
-                Errors.UNSUPPORTED_ASSIGNOR, f"Assignor {assignor} is not supported.", member_id
+                Errors.UNSUPPORTED_ASSIGNOR,
+                f"ServerAssignor {assignor} is not supported. Supported assignors: "
+                f"{', '.join(self.config.assignors)}.",
+                member_id,
             )
-        if self.classic_group_in_use(group_id):
+        if self.classic_group_in_use(group_id) and (epoch != 0 or not self._upgrade(group_id)):
             return self._error(
-                Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is a classic group.", member_id
+                Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.", member_id
             )
+        if epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+            return self._leave(group_id, member_id, req.get("instance_id"), epoch)
 
-        with self._lock:
-            group = self._groups.setdefault(group_id, ConsumerGroup(group_id))
+        group = self._current(group_id, create=epoch == 0)
+        if group is None:
+            return self._error(
+                Errors.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.", member_id
+            )
         scheduled: list[DelayedTimeout] = []
-        with group.lock:
+        try:
             epoch_before = group.group_epoch
             member = group.members.get(member_id)
-            if epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH and member and member.instance_id:
-                # A static member going away for a while (a restart): it keeps its
-                # partitions, and no rebalance, until its session times out or a member
-                # with the same group.instance.id takes its place.
-                log.info("Static member %s of %s left temporarily", member_id, group_id)
-                member.left_epoch, member.member_epoch = member.member_epoch, epoch
-                return self._response(member_id, epoch, None)
-            if epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
-                if member is not None:
-                    log.info("Member %s left consumer group %s", member_id, group_id)
-                    self._remove(group, member)
-                return self._response(member_id, epoch, None)
             instance_id = req.get("instance_id")
             if epoch == 0 and member is None and instance_id is not None:
                 previous = group.static_member(instance_id)
@@ -284,9 +367,88 @@ class ConsumerGroupCoordinator:
             response = self._response(
                 member.member_id, member.member_epoch, current if send else None
             )
+        finally:
+            group.lock.release()
         for op in scheduled:
             self.schedule(op)
         return response
+
+    @staticmethod
+    def _invalid(req: dict[str, Any]) -> str | None:
+        """Why a ConsumerGroupHeartbeat is malformed (INVALID_REQUEST), as Kafka words it."""
+        epoch = int(req.get("member_epoch", 0))
+        for key, name in (("instance_id", "InstanceId"), ("rack_id", "RackId")):
+            value = req.get(key)
+            if value is not None and not value.strip():
+                return f"{name} can't be empty."
+        member_id = req.get("member_id") or ""
+        if epoch > 0 or epoch == LEAVE_GROUP_MEMBER_EPOCH:
+            if not member_id.strip():
+                return "MemberId can't be empty."
+        elif epoch == 0:
+            if req.get("rebalance_timeout_ms", -1) == -1:
+                return "RebalanceTimeoutMs must be provided in first request."
+            if req.get("topic_partitions") is None or req["topic_partitions"]:
+                return "TopicPartitions must be empty when (re-)joining."
+            if not req.get("subscribed_topic_names") and not req.get("subscribed_topic_regex"):
+                return "SubscribedTopicNames or SubscribedTopicRegex must be set in first request."
+        elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            if not member_id.strip():
+                return "MemberId can't be empty."
+            if req.get("instance_id") is None:
+                return "InstanceId can't be null."
+        else:
+            return "MemberEpoch is invalid."
+        return None
+
+    def _leave(
+        self, group_id: str, member_id: str, instance_id: str | None, epoch: int
+    ) -> dict[str, Any]:
+        """A heartbeat with epoch -1 (leaving) or -2 (a static member leaving for a while)."""
+        group = self._current(group_id)
+        if group is None:
+            return self._error(
+                Errors.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.", member_id
+            )
+        try:
+            if instance_id is None:
+                member = group.members.get(member_id)
+                if member is None:
+                    return self._error(
+                        Errors.UNKNOWN_MEMBER_ID,
+                        f"Member {member_id} is not a member of group {group_id}.",
+                        member_id,
+                    )
+            else:
+                member = group.static_member(instance_id)
+                if member is None:
+                    return self._error(
+                        Errors.UNKNOWN_MEMBER_ID,
+                        f"Instance id {instance_id} is unknown.",
+                        member_id,
+                    )
+                if member.member_id != member_id:
+                    return self._error(
+                        Errors.FENCED_INSTANCE_ID,
+                        f"Static member {member_id} with instance id {instance_id} "
+                        "is fenced by another member.",
+                        member_id,
+                    )
+                if epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                    # A static member going away for a while (a restart): it keeps its
+                    # partitions, and no rebalance, until its session times out or a
+                    # member with the same group.instance.id takes its place.
+                    log.info("Static member %s of %s left temporarily", member_id, group_id)
+                    if member.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                        member.left_epoch = member.member_epoch
+                    member.member_epoch = epoch
+                    member.revoking = set()
+                    return self._response(member_id, epoch, None)
+            log.info("Member %s left consumer group %s", member_id, group_id)
+            self._fence(group, member)
+            return self._response(member_id, epoch, None)
+        finally:
+            group.lock.release()
 
     def _join(self, group: ConsumerGroup, member_id: str) -> ConsumerMember:
         member = ConsumerMember(member_id=member_id, last_heartbeat=self.time.monotonic())
@@ -416,6 +578,12 @@ class ConsumerGroupCoordinator:
         member.assigned |= (target - member.assigned) - group.held_by_others(member.member_id)
 
     def _session_deadline(self, group: ConsumerGroup, member: ConsumerMember) -> DelayedTimeout:
+        timeout_ms = (
+            member.classic.session_timeout_ms
+            if member.classic is not None
+            else self.config.session_timeout_ms
+        )
+
         def expire() -> None:
             if not self._active:
                 return
@@ -423,7 +591,7 @@ class ConsumerGroupCoordinator:
                 if group.members.get(member.member_id) is not member:
                     return
                 idle_ms = (self.time.monotonic() - member.last_heartbeat) * 1000
-                if idle_ms < self.config.session_timeout_ms:
+                if idle_ms < timeout_ms:
                     return  # a later heartbeat scheduled its own deadline
                 log.info(
                     "Member %s in consumer group %s has failed (no heartbeat for %d ms)",
@@ -431,9 +599,9 @@ class ConsumerGroupCoordinator:
                     group.group_id,
                     idle_ms,
                 )
-                self._remove(group, member)
+                self._fence(group, member)
 
-        return DelayedTimeout(self.config.session_timeout_ms, expire)
+        return DelayedTimeout(timeout_ms, expire)
 
     def _revocation_deadline(self, group: ConsumerGroup, member: ConsumerMember) -> DelayedTimeout:
         """A member must give up what it is told to revoke within its rebalance timeout,
@@ -455,7 +623,7 @@ class ConsumerGroupCoordinator:
                     sorted(member.revoking),
                     member.rebalance_timeout_ms,
                 )
-                self._remove(group, member)
+                self._fence(group, member)
 
         return DelayedTimeout(member.rebalance_timeout_ms, expire)
 
@@ -681,22 +849,375 @@ class ConsumerGroupCoordinator:
             "assignment": None,
         }
 
-    # -- OffsetCommit from consumer-protocol members ---------------------------------------
-    def validate_commit(self, group_id: str, member_id: str, epoch: int) -> Errors | None:
+    # -- OffsetCommit, TxnOffsetCommit and OffsetFetch of a consumer group's members ---------
+    def validate_commit(
+        self, group_id: str, member_id: str, epoch: int, *, transactional: bool = False
+    ) -> Errors | None:
         """None: not a consumer-protocol group (the classic rules apply). Otherwise the
-        error for a commit by `member_id` at `epoch` (NONE when it may commit)."""
+        error for a commit by `member_id` at `epoch` (NONE when it may commit): an epoch
+        other than the member's is STALE_MEMBER_EPOCH, or ILLEGAL_GENERATION for a classic
+        member or in a transaction (as Kafka)."""
         group = self.get(group_id)
         if group is None:
             return None
         with group.lock:
-            if not member_id and epoch < 0:
-                return Errors.NONE if not group.members else Errors.UNKNOWN_MEMBER_ID
+            if epoch < 0 and not group.members:
+                return Errors.NONE  # the admin client, or a consumer outside the group
             member = group.members.get(member_id)
             if member is None:
                 return Errors.UNKNOWN_MEMBER_ID
             if epoch != member.member_epoch:
+                if transactional or member.classic is not None:
+                    return Errors.ILLEGAL_GENERATION
                 return Errors.STALE_MEMBER_EPOCH
             return Errors.NONE
+
+    def validate_fetch(self, group_id: str, member_id: str | None, epoch: int) -> Errors | None:
+        """OffsetFetch v9+ names the member and its epoch; None: not a consumer group."""
+        group = self.get(group_id)
+        if group is None:
+            return None
+        if member_id is None and epoch < 0:
+            return Errors.NONE
+        with group.lock:
+            member = group.members.get(member_id or "")
+            if member is None:
+                return Errors.UNKNOWN_MEMBER_ID
+            if epoch != member.member_epoch:
+                if member.classic is not None:
+                    return Errors.ILLEGAL_GENERATION
+                return Errors.STALE_MEMBER_EPOCH
+            return Errors.NONE
+
+    # -- online migration ---------------------------------------------------------------------
+    def _upgrade(self, group_id: str) -> bool:
+        """A consumer-protocol member joins a classic group with members: the group becomes
+        a consumer group, its classic members staying in it. False when it cannot."""
+        if self.classic is None or not self.config.upgrade_enabled:
+            log.info("Cannot upgrade classic group %s: the online upgrade is disabled", group_id)
+            return False
+        handed = self.classic.hand_over(group_id, self.config.max_size)
+        if handed is None:
+            return False
+        generation, members = handed
+        group = ConsumerGroup(group_id, group_epoch=generation, assignment_epoch=generation)
+        scheduled: list[DelayedTimeout] = []
+        with group.lock:
+            for snap in members:
+                try:
+                    sub = decode_subscription(snap.subscription)
+                    assigned = set(decode_assignment(snap.assignment))
+                except Exception:
+                    log.warning("Classic group %s has a malformed subscription", group_id)
+                    sub, assigned = None, set()
+                topics = list(sub.topics) if sub is not None else []
+                assigned = {tp for tp in assigned if self.topics.topic_id(tp[0]) is not None}
+                member = ConsumerMember(
+                    member_id=snap.member_id,
+                    instance_id=snap.instance_id,
+                    rack_id=sub.rack_id if sub is not None else None,
+                    client_id=snap.client_id,
+                    client_host=snap.client_host,
+                    subscribed_topics=topics,
+                    rebalance_timeout_ms=snap.rebalance_timeout_ms,
+                    member_epoch=generation,
+                    previous_epoch=generation,
+                    assigned=assigned,
+                    last_heartbeat=self.time.monotonic(),
+                    classic=ClassicMembership(snap.session_timeout_ms, snap.protocols),
+                )
+                group.members[member.member_id] = member
+                group.target[member.member_id] = set(assigned)
+            group.subscribed_partitions = self._subscribed_partitions(group)
+            with self._lock:
+                self._groups[group_id] = group
+            for member in group.members.values():
+                self._persist(group, member, target_changed=True)
+                scheduled.append(self._session_deadline(group, member))
+        log.info(
+            "Upgraded classic group %s to a consumer group (generation %d, %d members)",
+            group_id,
+            generation,
+            len(members),
+        )
+        for op in scheduled:
+            self.schedule(op)
+        return True
+
+    def _fence(self, group: ConsumerGroup, member: ConsumerMember) -> None:
+        """Removes `member`; when it was the last consumer-protocol member of a group of
+        classic members, the group becomes a classic group again (if allowed)."""
+        others = [m for m in group.members.values() if m is not member]
+        if (
+            member.classic is None
+            and others
+            and all(m.classic is not None for m in others)
+            and self.classic is not None
+        ):
+            if not self.config.downgrade_enabled:
+                log.info("Cannot downgrade consumer group %s: disabled", group.group_id)
+            elif len(others) > self.config.classic_max_size:
+                log.info("Cannot downgrade consumer group %s: too many members", group.group_id)
+            else:
+                self._downgrade(group, others)
+                return
+        self._remove(group, member)
+
+    def _downgrade(self, group: ConsumerGroup, remaining: list[ConsumerMember]) -> None:
+        assert self.classic is not None
+        snapshots = []
+        for m in remaining:
+            assert m.classic is not None
+            snapshots.append(
+                ClassicMemberSnapshot(
+                    member_id=m.member_id,
+                    instance_id=m.instance_id,
+                    client_id=m.client_id,
+                    client_host=m.client_host,
+                    rebalance_timeout_ms=m.rebalance_timeout_ms,
+                    session_timeout_ms=m.classic.session_timeout_ms,
+                    protocols=list(m.classic.protocols),
+                    subscription=b"",
+                    assignment=encode_assignment(
+                        sorted(group.target.get(m.member_id, ())), m.classic.version
+                    ),
+                )
+            )
+        epoch = group.group_epoch
+        self._forget_group(group)
+        group.members.clear()  # its pending deadlines find nobody
+        log.info(
+            "Downgrading consumer group %s to a classic group (epoch %d, %d members)",
+            group.group_id,
+            epoch,
+            len(snapshots),
+        )
+        self.classic.take_over(group.group_id, epoch, snapshots)
+
+    # -- classic members (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) -------------------------
+    def _classic_member(
+        self, group: ConsumerGroup, member_id: str, instance_id: str | None
+    ) -> ConsumerMember | Errors:
+        if instance_id is not None:
+            member = group.static_member(instance_id)
+            if member is None:
+                return Errors.UNKNOWN_MEMBER_ID
+            if member_id and member.member_id != member_id:
+                return Errors.FENCED_INSTANCE_ID
+        else:
+            found = group.members.get(member_id)
+            if found is None:
+                return Errors.UNKNOWN_MEMBER_ID
+            member = found
+        if member.classic is None:
+            return Errors.UNKNOWN_MEMBER_ID  # a consumer-protocol member
+        return member
+
+    def classic_join(
+        self,
+        group_id: str,
+        member_id: str,
+        instance_id: str | None,
+        require_known_member_id: bool,
+        client_id: str,
+        client_host: str,
+        rebalance_timeout_ms: int,
+        session_timeout_ms: int,
+        protocol_type: str,
+        protocols: list[tuple[str, bytes]],
+    ) -> dict[str, Any] | None:
+        """JoinGroup of a classic member into a consumer group with members; None when
+        the group is not one (the classic coordinator answers)."""
+        group = self._current(group_id)
+        if group is None:
+            return None
+        scheduled: list[DelayedTimeout] = []
+        try:
+            if not group.members:
+                return None
+            unknown = not member_id
+            if unknown:
+                member_id = str(uuid.uuid4())
+            member = group.members.get(member_id)
+            if member is None and len(group.members) >= self.config.max_size:
+                return _join_error(member_id, Errors.GROUP_MAX_SIZE_REACHED)
+            if not self._supports(group, protocol_type, protocols):
+                return _join_error(member_id, Errors.INCONSISTENT_GROUP_PROTOCOL)
+            if unknown and require_known_member_id and instance_id is None:
+                log.info(
+                    "Dynamic member with unknown member id joins consumer group %s: "
+                    "it is given %s and asked to rejoin with it",
+                    group_id,
+                    member_id,
+                )
+                return _join_error(member_id, Errors.MEMBER_ID_REQUIRED)
+            try:
+                sub = decode_subscription(protocols[0][1])
+            except Exception:
+                return _join_error(member_id, Errors.INCONSISTENT_GROUP_PROTOCOL)
+            epoch_before = group.group_epoch
+            if instance_id is not None:
+                previous = group.static_member(instance_id)
+                if previous is not None and previous.member_id != member_id:
+                    if not unknown:
+                        return _join_error(member_id, Errors.FENCED_INSTANCE_ID)
+                    previous.left_epoch = previous.member_epoch
+                    member = self._replace_static(group, previous, member_id)
+                elif previous is None and not unknown and member is None:
+                    return _join_error(member_id, Errors.UNKNOWN_MEMBER_ID)
+            if member is None:
+                member = self._join(group, member_id)
+            elif member.classic is None:
+                return _join_error(member_id, Errors.UNKNOWN_MEMBER_ID)
+            member.classic = ClassicMembership(session_timeout_ms, list(protocols))
+            member.client_id, member.client_host = client_id, client_host
+            self._update_subscription(
+                group,
+                member,
+                {
+                    "subscribed_topic_names": list(sub.topics),
+                    "instance_id": instance_id,
+                    "rack_id": sub.rack_id,
+                    "rebalance_timeout_ms": rebalance_timeout_ms,
+                },
+            )
+            self._maybe_refresh_target(group, epoch_before)
+            revoking_before = bool(member.revoking)
+            self._reconcile(group, member, set(sub.owned_partitions))
+            if member.revoking and not revoking_before:
+                scheduled.append(self._revocation_deadline(group, member))
+            member.last_heartbeat = self.time.monotonic()
+            scheduled.append(self._session_deadline(group, member))
+            self._persist(group, member, target_changed=group.assignment_epoch > epoch_before)
+            member.last_sent = frozenset(member.assigned)
+            response = {
+                "error_code": 0,
+                "generation_id": member.member_epoch,
+                "protocol_type": CONSUMER_PROTOCOL_TYPE,
+                "protocol_name": member.classic.protocol_name,
+                "leader": "",
+                "skip_assignment": False,
+                "member_id": member.member_id,
+                "members": [],
+            }
+        finally:
+            group.lock.release()
+        for op in scheduled:
+            self.schedule(op)
+        return response
+
+    @staticmethod
+    def _supports(
+        group: ConsumerGroup, protocol_type: str, protocols: list[tuple[str, bytes]]
+    ) -> bool:
+        """A classic member may join when it speaks the consumer protocol with an assignor
+        every classic member of the group supports."""
+        if protocol_type != CONSUMER_PROTOCOL_TYPE or not protocols:
+            return False
+        classic = group.classic_members()
+        return any(
+            all(name in {n for n, _ in m.classic.protocols} for m in classic if m.classic)
+            for name, _ in protocols
+        )
+
+    def classic_sync(
+        self,
+        group_id: str,
+        member_id: str,
+        instance_id: str | None,
+        generation_id: int,
+        protocol_type: str | None,
+        protocol_name: str | None,
+    ) -> dict[str, Any] | None:
+        """SyncGroup of a classic member: its current assignment (no leader assigns)."""
+        group = self._current(group_id)
+        if group is None:
+            return None
+        scheduled: list[DelayedTimeout] = []
+        try:
+            if not group.members:
+                return None
+            found = self._classic_member(group, member_id, instance_id)
+            if isinstance(found, Errors):
+                return _sync_error(found)
+            member = found
+            assert member.classic is not None
+            if generation_id != member.member_epoch:
+                return _sync_error(Errors.ILLEGAL_GENERATION)
+            if (protocol_type is not None and protocol_type != CONSUMER_PROTOCOL_TYPE) or (
+                protocol_name is not None and protocol_name != member.classic.protocol_name
+            ):
+                return _sync_error(Errors.INCONSISTENT_GROUP_PROTOCOL)
+            if group.group_epoch > member.member_epoch and not member.revoking:
+                return _sync_error(Errors.REBALANCE_IN_PROGRESS)
+            member.last_heartbeat = self.time.monotonic()
+            scheduled.append(self._session_deadline(group, member))
+            response = {
+                "error_code": 0,
+                "protocol_type": protocol_type,
+                "protocol_name": protocol_name,
+                "assignment": encode_assignment(sorted(member.assigned), member.classic.version),
+            }
+        finally:
+            group.lock.release()
+        for op in scheduled:
+            self.schedule(op)
+        return response
+
+    def classic_heartbeat(
+        self, group_id: str, member_id: str, instance_id: str | None, generation_id: int
+    ) -> Errors | None:
+        """Heartbeat of a classic member: REBALANCE_IN_PROGRESS when it must rejoin (the
+        group moved on, it has partitions to give up, or partitions it waits for are free)."""
+        group = self._current(group_id)
+        if group is None:
+            return None
+        scheduled: list[DelayedTimeout] = []
+        try:
+            if not group.members:
+                return None
+            found = self._classic_member(group, member_id, instance_id)
+            if isinstance(found, Errors):
+                return found
+            member = found
+            if generation_id != member.member_epoch:
+                return Errors.ILLEGAL_GENERATION
+            member.last_heartbeat = self.time.monotonic()
+            scheduled.append(self._session_deadline(group, member))
+            waiting = group.target.get(member.member_id, set()) - member.assigned
+            rejoin = (
+                member.member_epoch < group.group_epoch
+                or bool(member.revoking)
+                or bool(waiting - group.held_by_others(member.member_id))
+            )
+        finally:
+            group.lock.release()
+        for op in scheduled:
+            self.schedule(op)
+        return Errors.REBALANCE_IN_PROGRESS if rejoin else Errors.NONE
+
+    def classic_leave(
+        self, group_id: str, leaving: list[tuple[str, str | None]]
+    ) -> list[Errors] | None:
+        """LeaveGroup of classic members of a consumer group (member id, instance id)."""
+        group = self._current(group_id)
+        if group is None:
+            return None
+        try:
+            if not group.members:
+                return None
+            results = []
+            for member_id, instance_id in leaving:
+                found = self._classic_member(group, member_id, instance_id)
+                if isinstance(found, Errors):
+                    results.append(found)
+                    continue
+                log.info("Classic member %s left consumer group %s", found.member_id, group_id)
+                self._remove(group, found)
+                results.append(Errors.NONE)
+            return results
+        finally:
+            group.lock.release()
 
     # -- ConsumerGroupDescribe ---------------------------------------------------------------
     def describe(self, group_id: str) -> dict[str, Any]:
@@ -726,7 +1247,8 @@ class ConsumerGroupCoordinator:
                     "subscribed_topic_regex": m.subscribed_regex,
                     "assignment": self._assignment(m.assigned),
                     "target_assignment": self._assignment(group.target.get(m.member_id, ())),
-                    "member_type": 1,  # 1: a consumer-protocol member (v1)
+                    # v1: 0 for a classic member, 1 for a consumer-protocol member.
+                    "member_type": 0 if m.classic is not None else 1,
                 }
                 for m in group.members.values()
             ]
@@ -741,6 +1263,28 @@ class ConsumerGroupCoordinator:
                 "members": members,
                 "authorized_operations": -2147483648,
             }
+
+
+def _join_error(member_id: str, error: Errors) -> dict[str, Any]:
+    return {
+        "error_code": int(error),
+        "generation_id": -1,
+        "protocol_type": None,
+        "protocol_name": None,
+        "leader": "",
+        "skip_assignment": False,
+        "member_id": member_id,
+        "members": [],
+    }
+
+
+def _sync_error(error: Errors) -> dict[str, Any]:
+    return {
+        "error_code": int(error),
+        "protocol_type": None,
+        "protocol_name": None,
+        "assignment": b"",
+    }
 
 
 def _uuid(value: Any) -> uuid.UUID:

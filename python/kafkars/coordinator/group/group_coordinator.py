@@ -16,7 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from kafkars.assignors import decode_assignment, encode_assignment
 from kafkars.coordinator.clock import SYSTEM_TIME, Time
+from kafkars.coordinator.group.consumer_group import ClassicMemberSnapshot, ConsumerGroupCoordinator
 from kafkars.coordinator.group.delayed import DelayedJoin, DelayedTimeout, InitialDelayedJoin
 from kafkars.coordinator.group.group_metadata import (
     GroupMetadata,
@@ -111,6 +113,13 @@ class GroupCoordinator:
         self.owned_partitions: set[int] | None = None
         self._expiry_stop = threading.Event()
         self._expiry_thread: threading.Thread | None = None
+        # KIP-848's groups of the same ids: classic requests for a consumer group with
+        # members go there, and groups move between the two (online migration).
+        self.consumer_groups: ConsumerGroupCoordinator | None = None
+
+    def attach_consumer_groups(self, consumer_groups: ConsumerGroupCoordinator) -> None:
+        self.consumer_groups = consumer_groups
+        consumer_groups.classic = self
 
     # -- lifecycle --------------------------------------------------------------------------
     def startup(self, *, load: bool = True, expire_offsets: bool = True) -> None:
@@ -220,6 +229,24 @@ class GroupCoordinator:
             <= self.config.max_session_timeout_ms
         ):
             return callback(join_error(member_id, Errors.INVALID_SESSION_TIMEOUT))
+        consumer_groups = self.consumer_groups
+        if consumer_groups is not None:
+            answer = consumer_groups.classic_join(
+                group_id,
+                member_id,
+                group_instance_id,
+                require_known_member_id,
+                client_id,
+                client_host,
+                rebalance_timeout_ms,
+                session_timeout_ms,
+                protocol_type,
+                protocols,
+            )
+            if answer is not None:
+                return callback(answer)
+            # An empty consumer group gives way to the classic group of its id.
+            consumer_groups.delete_if_empty(group_id)
         actions: list[Action] = []
         while True:
             group = self._get_or_create(group_id) if not member_id else self.get_group(group_id)
@@ -535,6 +562,12 @@ class GroupCoordinator:
         assignments: dict[str, bytes],
         callback: ResponseCallback,
     ) -> None:
+        if self.consumer_groups is not None:
+            answer = self.consumer_groups.classic_sync(
+                group_id, member_id, group_instance_id, generation_id, protocol_type, protocol_name
+            )
+            if answer is not None:
+                return callback(answer)
         group = self.get_group(group_id)
         if group is None:
             return callback(sync_error(Errors.UNKNOWN_MEMBER_ID))
@@ -627,6 +660,12 @@ class GroupCoordinator:
     def handle_heartbeat(
         self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int
     ) -> Errors:
+        if self.consumer_groups is not None:
+            answer = self.consumer_groups.classic_heartbeat(
+                group_id, member_id, group_instance_id, generation_id
+            )
+            if answer is not None:
+                return answer
         group = self.get_group(group_id)
         if group is None:
             return Errors.UNKNOWN_MEMBER_ID
@@ -738,6 +777,10 @@ class GroupCoordinator:
         self, group_id: str, leaving: list[tuple[str, str | None]]
     ) -> tuple[Errors, list[Errors]]:
         """Removes members (member id, group.instance.id); errors for the group and each."""
+        if self.consumer_groups is not None:
+            answer = self.consumer_groups.classic_leave(group_id, leaving)
+            if answer is not None:
+                return Errors.NONE, answer
         group = self.get_group(group_id)
         if group is None:
             return Errors.NONE, [Errors.UNKNOWN_MEMBER_ID for _ in leaving]
@@ -770,6 +813,113 @@ class GroupCoordinator:
                 results.append(Errors.NONE)
         self._run(actions)
         return Errors.NONE, results
+
+    # -- online migration with consumer groups --------------------------------------------
+    def hand_over(
+        self, group_id: str, max_members: int
+    ) -> tuple[int, list[ClassicMemberSnapshot]] | None:
+        """Gives the group's members to a consumer group being created (an upgrade): its
+        generation and members, the group itself staying here, empty, with its offsets.
+        None when it cannot move: not of the consumer protocol, or too large."""
+        group = self.get_group(group_id)
+        if group is None:
+            return 0, []
+        answers: list[tuple[ResponseCallback, dict[str, Any]]] = []
+        with group.lock:
+            if not group.members:
+                return group.generation_id, []
+            if group.protocol_type != CONSUMER_PROTOCOL_TYPE:
+                log.info(
+                    "Cannot upgrade classic group %s: it does not use the consumer protocol",
+                    group_id,
+                )
+                return None
+            if len(group.members) > max_members:
+                log.info("Cannot upgrade classic group %s: too many members", group_id)
+                return None
+            snapshots = []
+            for m in group.members.values():
+                if m.awaiting_join is not None:
+                    answers.append(
+                        (m.awaiting_join, join_error(m.member_id, Errors.REBALANCE_IN_PROGRESS))
+                    )
+                if m.awaiting_sync is not None:
+                    answers.append((m.awaiting_sync, sync_error(Errors.REBALANCE_IN_PROGRESS)))
+                m.awaiting_join = m.awaiting_sync = None
+                protocol = group.protocol_name
+                if protocol is None or protocol not in {n for n, _ in m.supported_protocols}:
+                    protocol = m.supported_protocols[0][0]
+                snapshots.append(
+                    ClassicMemberSnapshot(
+                        member_id=m.member_id,
+                        instance_id=m.group_instance_id,
+                        client_id=m.client_id,
+                        client_host=m.client_host,
+                        rebalance_timeout_ms=m.rebalance_timeout_ms,
+                        session_timeout_ms=m.session_timeout_ms,
+                        protocols=list(m.supported_protocols),
+                        subscription=m.metadata(protocol),
+                        assignment=m.assignment,
+                    )
+                )
+            generation = group.generation_id
+            # Its members' deadlines find nobody; a pending rebalance is void.
+            group.members.clear()
+            group.static_members.clear()
+            group.pending_members.clear()
+            group.leader_id = group.protocol_name = None
+            group.join_op = None
+            group.state = GroupState.EMPTY
+            group.current_state_timestamp = self.time.milliseconds()
+            self._store_group(group)
+        for callback, response in answers:
+            callback(response)
+        return generation, snapshots
+
+    def take_over(
+        self, group_id: str, generation: int, members: list[ClassicMemberSnapshot]
+    ) -> None:
+        """A consumer group of classic members becomes a classic group (a downgrade) at
+        `generation`, with their assignments, and rebalances at once."""
+        actions: list[Action] = []
+        while True:
+            group = self._get_or_create(group_id)
+            with group.lock:
+                if group.is_(GroupState.DEAD):
+                    continue
+                group.generation_id = generation
+                for snap in members:
+                    member = MemberMetadata(
+                        member_id=snap.member_id,
+                        group_instance_id=snap.instance_id,
+                        client_id=snap.client_id,
+                        client_host=snap.client_host,
+                        rebalance_timeout_ms=snap.rebalance_timeout_ms,
+                        session_timeout_ms=snap.session_timeout_ms,
+                        protocol_type=CONSUMER_PROTOCOL_TYPE,
+                        supported_protocols=list(snap.protocols),
+                        last_heartbeat=self.time.monotonic(),
+                    )
+                    group.add(member, None)
+                group.protocol_type = CONSUMER_PROTOCOL_TYPE
+                group.protocol_name = group.select_protocol()
+                for snap in members:
+                    member = group.members[snap.member_id]
+                    metadata = member.metadata(group.protocol_name)
+                    version = int.from_bytes(metadata[:2], "big") if len(metadata) >= 2 else 0
+                    member.assignment = encode_assignment(
+                        decode_assignment(snap.assignment), version
+                    )
+                group.state = GroupState.STABLE
+                group.current_state_timestamp = self.time.milliseconds()
+                self._store_group(group)
+                for member in group.members.values():
+                    self._schedule_heartbeat(group, member, actions)
+                self._prepare_rebalance(
+                    group, f"Downgrade group {group_id} from consumer to classic.", actions
+                )
+            break
+        self._run(actions)
 
     # -- offsets ----------------------------------------------------------------------------
     def handle_commit_offsets(
@@ -832,11 +982,20 @@ class GroupCoordinator:
         commit marker arrives (`complete_txn_offsets`)."""
         if not group_id:
             return dict.fromkeys(offsets, Errors.INVALID_GROUP_ID)
+        consumer_check = (
+            self.consumer_groups.validate_commit(
+                group_id, member_id, generation_id, transactional=True
+            )
+            if self.consumer_groups is not None
+            else None
+        )
+        if consumer_check is not None and consumer_check is not Errors.NONE:
+            return dict.fromkeys(offsets, consumer_check)
         group = self._get_or_create(group_id)
         with group.lock:
             if group.is_(GroupState.DEAD):
                 return dict.fromkeys(offsets, Errors.COORDINATOR_NOT_AVAILABLE)
-            if generation_id >= 0 and member_id:
+            if consumer_check is None and generation_id >= 0 and member_id:
                 # v3+ carries the member's generation: a zombie member is fenced.
                 error = self._validate_member(group, member_id, group_instance_id, generation_id)
                 if error is not Errors.NONE:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from kafkars.coordinator.group.group_coordinator import join_error
 from kafkars.coordinator.group.group_metadata import OffsetAndMetadata
 from kafkars.coordinator.group.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
 from kafkars.coordinator.transaction.transaction_state_manager import (
@@ -118,11 +117,7 @@ def handle_join_group(apis: KafkaApis, request: Any) -> None:
             response["protocol_name"] = ""  # not nullable before v7
         _answer(request, {"throttle_time_ms": 0, **response})
 
-    group = _consumer_groups(apis).get(body["group_id"])
-    if group is not None and group.members:
-        # A consumer-protocol group in use: a classic member cannot join it.
-        respond(join_error(body["member_id"], Errors.INCONSISTENT_GROUP_PROTOCOL))
-        return None
+    # A consumer-protocol group in use takes classic members too (the coordinator routes).
     session_timeout = body["session_timeout_ms"]
     # v0 has no rebalance timeout: the session timeout bounds the rebalance too.
     rebalance_timeout = body["rebalance_timeout_ms"] if version >= 1 else session_timeout
@@ -272,16 +267,23 @@ def _fetch_group(
 def handle_offset_fetch(apis: KafkaApis, request: Any) -> dict[str, Any]:
     body = request.body
     if request.api_version >= 8:
-        groups = [
-            {
-                "group_id": g["group_id"],
-                "topics": _fetch_group(
-                    apis, g["group_id"], g.get("topics"), bool(body.get("require_stable"))
-                ),
-                "error_code": 0,
-            }
-            for g in body["groups"]
-        ]
+        groups = []
+        for g in body["groups"]:
+            # v9+: a consumer group's member names itself and its epoch (KIP-848).
+            check = (
+                _consumer_groups(apis).validate_fetch(
+                    g["group_id"], g.get("member_id"), g.get("member_epoch", -1)
+                )
+                if request.api_version >= 9
+                else None
+            )
+            if check is not None and check is not Errors.NONE:
+                groups.append({"group_id": g["group_id"], "topics": [], "error_code": int(check)})
+                continue
+            topics = _fetch_group(
+                apis, g["group_id"], g.get("topics"), bool(body.get("require_stable"))
+            )
+            groups.append({"group_id": g["group_id"], "topics": topics, "error_code": 0})
         return {"throttle_time_ms": 0, "groups": groups}
     topics = body.get("topics")
     if topics is None and request.api_version < 2:
