@@ -1,0 +1,76 @@
+"""Helpers of the ecosystem tests: the broker under test, the parametrisation over both
+brokers, the Java scenarios' runner."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kafkars.testing.reference_kafka import kafka_tool
+from kafkars.testing.zookeeper import java_command
+
+
+@dataclass
+class Target:
+    """One broker under test: its name ("kafkars" or "kafka"), address and data directory."""
+
+    name: str
+    bootstrap_servers: str
+    log_dir: Path
+    cache: dict[str, Any] = field(default_factory=dict)
+
+    def tool(self, main_class: str, *args: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        return kafka_tool(main_class, *args, **kwargs)
+
+
+def both(kafkars_xfail: str | None = None) -> pytest.MarkDecorator:
+    """Parametrises a test over both brokers; `kafkars_xfail` marks the kafkars run as a
+    strict xfail with the difference it documents (strict: it flags once fixed)."""
+    kafkars: Any = "kafkars"
+    if kafkars_xfail is not None:
+        kafkars = pytest.param(
+            "kafkars", marks=pytest.mark.xfail(strict=True, reason=kafkars_xfail)
+        )
+    return pytest.mark.parametrize("target", [kafkars, "kafka"], indirect=True)
+
+
+def run_java(classpath: str, main_class: str, *args: str, timeout: float = 180.0) -> dict[str, Any]:
+    """Runs one scenario class; its last stdout line is the JSON of its steps."""
+    result = subprocess.run(
+        [
+            java_command(),
+            "-Xmx256m",
+            "-XX:TieredStopAtLevel=1",
+            "-XX:+UseSerialGC",
+            "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+            "-cp",
+            classpath,
+            f"kafkars.ecosystem.{main_class}",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    lines = result.stdout.strip().splitlines()
+    if result.returncode != 0 or not lines:
+        raise AssertionError(
+            f"{main_class} exited with {result.returncode}:\n{result.stdout[-3000:]}"
+            f"{result.stderr[-5000:]}"
+        )
+    parsed: dict[str, Any] = json.loads(lines[-1])
+    return parsed
+
+
+def step(results: dict[str, Any], name: str) -> Any:
+    """One step's result; a step that threw fails the test with the Java exception."""
+    value = results[name]
+    if isinstance(value, dict) and set(value) == {"error"}:
+        pytest.fail(f"{name}: {value['error']}")
+    return value
