@@ -1,0 +1,219 @@
+"""Consumer groups that change protocol while in use, with confluent-kafka clients, on kafkars
+and on Apache Kafka 4.1 (the same test against both proves it right):
+
+- a `group.protocol=consumer` member joining a classic group converts it online (Kafka's
+  `group.consumer.migration.policy=bidirectional`): the classic members stay and share the
+  partitions; when the consumer-protocol member leaves, the group is classic again;
+- a consume-transform-produce loop of a consumer-protocol member commits its offsets in
+  its transactions (`send_offsets_to_transaction`, TxnOffsetCommit with member epochs).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kafkars.broker import Broker
+from kafkars.testing.reference_kafka import ReferenceKafka
+
+CONFIG: dict[str, Any] = {
+    "group.initial.rebalance.delay.ms": 0,
+    "group.consumer.heartbeat.interval.ms": 500,
+    "group.consumer.min.heartbeat.interval.ms": 100,
+    "group.consumer.session.timeout.ms": 10000,
+    "group.consumer.min.session.timeout.ms": 1000,
+    "offsets.topic.replication.factor": 1,
+    "transaction.state.log.replication.factor": 1,
+    "transaction.state.log.min.isr": 1,
+}
+
+
+@pytest.fixture(scope="module", params=["kafkars", "kafka"])
+def bootstrap(request: pytest.FixtureRequest) -> Iterator[str]:
+    if request.param == "kafkars":
+        with Broker(process=True, config=CONFIG) as b:
+            yield b.bootstrap_servers
+    else:
+        try:
+            kafka = ReferenceKafka(config=CONFIG, features={"transaction.version": 1})
+            kafka.__enter__()
+        except Exception as e:  # no java or jars here: kafkars alone is tested
+            pytest.skip(f"Apache Kafka is not available: {e}")
+        try:
+            yield kafka.bootstrap_servers
+        finally:
+            kafka.__exit__(None, None, None)
+
+
+def create_topic(bootstrap: str, name: str, partitions: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(20)
+
+
+def produce(bootstrap: str, topic: str, values: list[str], partitions: int) -> None:
+    p = Producer({"bootstrap.servers": bootstrap})
+    for i, v in enumerate(values):
+        p.produce(topic, value=v.encode(), partition=i % partitions)
+    assert p.flush(20) == 0
+
+
+def consumer(bootstrap: str, group_id: str, protocol: str, **extra: Any) -> Consumer:
+    config = {
+        "bootstrap.servers": bootstrap,
+        "group.id": group_id,
+        "group.protocol": protocol,
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        **extra,
+    }
+    if protocol == "classic":
+        # The consumer protocol takes these from the broker.
+        config.update({"session.timeout.ms": 10000, "heartbeat.interval.ms": 500})
+    return Consumer(config)
+
+
+class Tally:
+    """Every record each consumer got, by (partition, offset)."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[int, int, str]] = []
+
+    def poll(self, consumers: list[Consumer], timeout: float = 0.05) -> None:
+        for c in consumers:
+            m = c.poll(timeout)
+            if m is None:
+                continue
+            if m.error() is not None:
+                raise KafkaException(m.error())
+            self.seen.append((m.partition(), m.offset(), m.value().decode()))
+
+
+def poll_until(
+    consumers: list[Consumer], tally: Tally, done: Callable[[], bool], timeout: float = 60
+) -> float:
+    start = time.monotonic()
+    while not done():
+        assert time.monotonic() - start < timeout, "timed out"
+        tally.poll(consumers)
+    return time.monotonic() - start
+
+
+def settled(consumers: list[Consumer], tally: Tally, counts: list[int], hold: float = 3.0) -> None:
+    """Polls until each consumer holds `counts` partitions, unchanged for `hold` seconds."""
+    deadline = time.monotonic() + 90
+    since: float | None = None
+    while time.monotonic() < deadline:
+        tally.poll(consumers)
+        now = [len(c.assignment()) for c in consumers]
+        if now == counts:
+            since = since or time.monotonic()
+            if time.monotonic() - since >= hold:
+                return
+        else:
+            since = None
+    raise AssertionError(f"assignment {[len(c.assignment()) for c in consumers]} != {counts}")
+
+
+def group_type(bootstrap: str, group_id: str) -> str:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    described = admin.describe_consumer_groups([group_id])[group_id].result(20)
+    return getattr(described.type, "name", str(described.type))
+
+
+def test_consumer_member_joins_classic_group_and_leaves(bootstrap: str) -> None:
+    topic, group = f"t-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, 6)
+    produced = [f"a{i}" for i in range(60)]
+    produce(bootstrap, topic, produced, 6)
+    tally = Tally()
+
+    a = consumer(bootstrap, group, "classic")
+    b = consumer(bootstrap, group, "classic")
+    for c in (a, b):
+        c.subscribe([topic])
+    settled([a, b], tally, [3, 3])
+    poll_until([a, b], tally, lambda: len(tally.seen) >= len(produced))
+    for c in (a, b):
+        c.commit(asynchronous=False)
+    assert group_type(bootstrap, group) == "CLASSIC"
+
+    # A consumer-protocol member joins the live classic group: no fatal error, the group
+    # is converted and the six partitions spread over the three members.
+    new = consumer(bootstrap, group, "consumer")
+    new.subscribe([topic])
+    settled([a, b, new], tally, [2, 2, 2])
+    assert group_type(bootstrap, group) == "CONSUMER"
+    more = [f"b{i}" for i in range(60)]
+    produce(bootstrap, topic, more, 6)
+    produced += more
+    poll_until([a, b, new], tally, lambda: len(tally.seen) >= len(produced))
+    by_member = {id(c): 0 for c in (a, b, new)}
+    assert all(len(c.assignment()) == 2 for c in (a, b, new))
+    for c in (a, b, new):
+        c.commit(asynchronous=False)
+    del by_member
+
+    # It leaves: the group is classic again, its two classic members take everything.
+    new.close()
+    settled([a, b], tally, [3, 3])
+    assert group_type(bootstrap, group) == "CLASSIC"
+    last = [f"c{i}" for i in range(60)]
+    produce(bootstrap, topic, last, 6)
+    produced += last
+    poll_until([a, b], tally, lambda: len(tally.seen) >= len(produced))
+    time.sleep(0.5)
+    tally.poll([a, b], 0.2)
+    for c in (a, b):
+        c.commit(asynchronous=False)
+        c.close()
+
+    values = [v for _, _, v in tally.seen]
+    assert sorted(values) == sorted(produced), "every record consumed exactly once"
+    assert len({(p, o) for p, o, _ in tally.seen}) == len(produced)
+
+
+def test_consume_transform_produce_with_consumer_protocol(bootstrap: str) -> None:
+    source, sink = f"in-{uuid.uuid4().hex[:8]}", f"out-{uuid.uuid4().hex[:8]}"
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, source, 3)
+    create_topic(bootstrap, sink, 3)
+    values = [f"v{i}" for i in range(90)]
+    produce(bootstrap, source, values, 3)
+
+    c = consumer(bootstrap, group, "consumer", **{"isolation.level": "read_committed"})
+    c.subscribe([source])
+    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"tx-{group}"})
+    p.init_transactions(30)
+    done = 0
+    deadline = time.monotonic() + 60
+    while done < len(values):
+        assert time.monotonic() < deadline, "timed out"
+        batch = c.consume(num_messages=20, timeout=0.5)
+        batch = [m for m in batch if m.error() is None]
+        if not batch:
+            continue
+        p.begin_transaction()
+        for m in batch:
+            p.produce(sink, value=m.value().upper(), partition=m.partition())
+        p.send_offsets_to_transaction(c.position(c.assignment()), c.consumer_group_metadata())
+        p.commit_transaction(30)
+        done += len(batch)
+
+    committed = c.committed([TopicPartition(source, i) for i in range(3)], timeout=20)
+    assert sum(tp.offset for tp in committed) == len(values)
+    c.close()
+
+    reader = consumer(
+        bootstrap, f"r-{uuid.uuid4().hex[:8]}", "classic", **{"isolation.level": "read_committed"}
+    )
+    reader.subscribe([sink])
+    out = Tally()
+    poll_until([reader], out, lambda: len(out.seen) >= len(values))
+    reader.close()
+    assert sorted(v for _, _, v in out.seen) == sorted(v.upper() for v in values)
