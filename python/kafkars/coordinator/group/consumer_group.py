@@ -839,12 +839,14 @@ class ConsumerGroupCoordinator:
         return {"topic_partitions": out}
 
     def _error(self, error: Errors, message: str | None, member_id: str) -> dict[str, Any]:
+        # Kafka's error response leaves every other field at its default (no member id,
+        # epoch 0); the client keeps its own id and epoch.
         return {
             "throttle_time_ms": 0,
             "error_code": int(error),
             "error_message": message,
-            "member_id": member_id or None,
-            "member_epoch": -1,
+            "member_id": None,
+            "member_epoch": 0,
             "heartbeat_interval_ms": 0,
             "assignment": None,
         }
