@@ -5,6 +5,7 @@ ConsumerGroupHeartbeat and ConsumerGroupDescribe, AddPartitionsToTxn's broker fo
 from __future__ import annotations
 
 import struct
+import time
 from typing import Any
 
 from kafkars import _core
@@ -40,14 +41,18 @@ def test_client_quotas(pair: Pair, name: str) -> None:
         }
 
     pair.check(ApiKey.ALTER_CLIENT_QUOTAS, alter(1024.0), scenario="set a rate")
-    pair.check(
-        ApiKey.DESCRIBE_CLIENT_QUOTAS,
-        {
-            "components": [{"entity_type": "client-id", "match_type": 0, "_match": name}],
-            "strict": False,
-        },
-        scenario="exact match",
-    )
+    describe = {
+        "components": [{"entity_type": "client-id", "match_type": 0, "_match": name}],
+        "strict": False,
+    }
+    # Kafka's broker learns of the change from its metadata log a moment later.
+    deadline = time.monotonic() + 30
+    while not all(
+        r["entries"] for r in pair.call(ApiKey.DESCRIBE_CLIENT_QUOTAS, 1, describe).values()
+    ):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    pair.check(ApiKey.DESCRIBE_CLIENT_QUOTAS, describe, scenario="exact match")
     bad = alter(1.0)
     bad["entries"][0]["ops"][0]["key"] = "no_such_quota"
     pair.check(ApiKey.ALTER_CLIENT_QUOTAS, bad, scenario="unknown quota key")

@@ -1230,8 +1230,9 @@ class ConsumerGroupCoordinator:
                 "error_message": f"Group {group_id} not found.",
                 "group_id": group_id,
                 "group_state": "",
-                "group_epoch": -1,
-                "assignment_epoch": -1,
+                # Kafka's defaults for the rest of an unknown group's entry.
+                "group_epoch": 0,
+                "assignment_epoch": 0,
                 "assignor_name": "",
                 "members": [],
                 "authorized_operations": -2147483648,
