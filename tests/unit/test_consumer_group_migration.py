@@ -326,7 +326,8 @@ def test_commit_checks_of_consumer_group_members(env: Env) -> None:
         ({"member_epoch": 0, "subscribed_topic_names": ["t"], "topic_partitions": []},
          "RebalanceTimeoutMs must be provided in first request."),
         ({"member_epoch": 0, "rebalance_timeout_ms": 1000, "topic_partitions": []},
-         "SubscribedTopicNames or SubscribedTopicRegex must be set in first request."),
+         "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when "
+         "(re-)joining."),
         ({"member_epoch": 0, "rebalance_timeout_ms": 1000, "subscribed_topic_names": ["t"]},
          "TopicPartitions must be empty when (re-)joining."),
         ({"member_epoch": 3}, "MemberId can't be empty."),

@@ -323,22 +323,45 @@ class ConsumerGroupCoordinator:
             epoch_before = group.group_epoch
             member = group.members.get(member_id)
             instance_id = req.get("instance_id")
-            if epoch == 0 and member is None and instance_id is not None:
-                previous = group.static_member(instance_id)
-                if previous is not None:
-                    if previous.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            if len(group.members) >= self.config.max_size and member is None:
+                return self._error(
+                    Errors.GROUP_MAX_SIZE_REACHED,
+                    "The consumer group has reached its maximum capacity of "
+                    f"{self.config.max_size} members.",
+                    member_id,
+                )
+            if not member_id:
+                member_id = str(uuid.uuid4())
+            if instance_id is not None:
+                static = group.static_member(instance_id)
+                if epoch != 0:
+                    if static is None:
                         return self._error(
-                            Errors.UNRELEASED_INSTANCE_ID,
-                            f"Static member {instance_id} is still in the group.",
+                            Errors.UNKNOWN_MEMBER_ID,
+                            f"Instance id {instance_id} is unknown.",
                             member_id,
                         )
-                    member = self._replace_static(group, previous, member_id or str(uuid.uuid4()))
+                    if static.member_id != member_id:
+                        return self._error(
+                            Errors.FENCED_INSTANCE_ID,
+                            f"Static member {member_id} with instance id {instance_id} was "
+                            f"fenced by member {static.member_id}.",
+                            member_id,
+                        )
+                elif member is None and static is not None:
+                    if static.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                        return self._error(
+                            Errors.UNRELEASED_INSTANCE_ID,
+                            f"Static member {member_id} with instance id {instance_id} cannot "
+                            "join the group because the instance id is owned by "
+                            f"{static.member_id} member.",
+                            member_id,
+                        )
+                    member = self._replace_static(group, static, member_id)
                     epoch = member.member_epoch
             if epoch == 0:
                 if member is None:
-                    if len(group.members) >= self.config.max_size:
-                        return self._error(Errors.GROUP_MAX_SIZE_REACHED, None, member_id)
-                    member = self._join(group, member_id or str(uuid.uuid4()))
+                    member = self._join(group, member_id)
                 else:
                     # The member lost its state (a restart): it starts over.
                     log.info("Member %s rejoined consumer group %s", member.member_id, group_id)
@@ -346,9 +369,14 @@ class ConsumerGroupCoordinator:
                     member.last_sent = None
             else:
                 if member is None:
-                    return self._error(Errors.UNKNOWN_MEMBER_ID, None, member_id)
-                if epoch not in (member.member_epoch, member.previous_epoch):
-                    return self._error(Errors.FENCED_MEMBER_EPOCH, None, member_id)
+                    return self._error(
+                        Errors.UNKNOWN_MEMBER_ID,
+                        f"Member {member_id} is not a member of group {group_id}.",
+                        member_id,
+                    )
+                fenced = self._fenced_epoch(member, epoch, req.get("topic_partitions"))
+                if fenced is not None:
+                    return self._error(Errors.FENCED_MEMBER_EPOCH, fenced, member_id)
             member.client_id, member.client_host = client_id, client_host
             full = epoch == 0 or req.get("topic_partitions") is not None
             self._update_subscription(group, member, req)
@@ -373,6 +401,28 @@ class ConsumerGroupCoordinator:
             self.schedule(op)
         return response
 
+    def _fenced_epoch(
+        self, member: ConsumerMember, epoch: int, owned: list[dict[str, Any]] | None
+    ) -> str | None:
+        """Why a heartbeat's epoch is fenced: ahead of the member's, or behind it other than
+        its previous epoch with partitions it still has (a lost response)."""
+        if epoch == member.member_epoch:
+            return None
+        if epoch < member.member_epoch:
+            owned_set = self._owned(owned)
+            if (
+                epoch == member.previous_epoch
+                and owned_set is not None
+                and owned_set <= member.assigned
+            ):
+                return None
+        word = "greater" if epoch > member.member_epoch else "smaller"
+        return (
+            f"The consumer group member has a {word} member epoch ({epoch}) than the one "
+            f"known by the group coordinator ({member.member_epoch}). The member must abandon "
+            "all its partitions and rejoin."
+        )
+
     @staticmethod
     def _invalid(req: dict[str, Any]) -> str | None:
         """Why a ConsumerGroupHeartbeat is malformed (INVALID_REQUEST), as Kafka words it."""
@@ -390,8 +440,12 @@ class ConsumerGroupCoordinator:
                 return "RebalanceTimeoutMs must be provided in first request."
             if req.get("topic_partitions") is None or req["topic_partitions"]:
                 return "TopicPartitions must be empty when (re-)joining."
-            if not req.get("subscribed_topic_names") and not req.get("subscribed_topic_regex"):
-                return "SubscribedTopicNames or SubscribedTopicRegex must be set in first request."
+            names, regex = req.get("subscribed_topic_names"), req.get("subscribed_topic_regex")
+            if names is None and regex is None:
+                return (
+                    "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when "
+                    "(re-)joining."
+                )
         elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             if not member_id.strip():
                 return "MemberId can't be empty."
@@ -407,9 +461,7 @@ class ConsumerGroupCoordinator:
         """A heartbeat with epoch -1 (leaving) or -2 (a static member leaving for a while)."""
         group = self._current(group_id)
         if group is None:
-            return self._error(
-                Errors.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.", member_id
-            )
+            return self._error(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.", member_id)
         try:
             if instance_id is None:
                 member = group.members.get(member_id)
@@ -430,8 +482,8 @@ class ConsumerGroupCoordinator:
                 if member.member_id != member_id:
                     return self._error(
                         Errors.FENCED_INSTANCE_ID,
-                        f"Static member {member_id} with instance id {instance_id} "
-                        "is fenced by another member.",
+                        f"Static member {member_id} with instance id {instance_id} was "
+                        f"fenced by member {member.member_id}.",
                         member_id,
                     )
                 if epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
@@ -827,7 +879,10 @@ class ConsumerGroupCoordinator:
             "assignment": None if assignment is None else self._assignment(assignment),
         }
 
-    def _assignment(self, partitions: Iterable[TopicPartition]) -> dict[str, Any]:
+    def _assignment(
+        self, partitions: Iterable[TopicPartition], *, names: bool = False
+    ) -> dict[str, Any]:
+        """Partitions by topic id, and by name too for ConsumerGroupDescribe (`names`)."""
         by_topic: dict[str, list[int]] = {}
         for t, p in partitions:
             by_topic.setdefault(t, []).append(p)
@@ -835,7 +890,10 @@ class ConsumerGroupCoordinator:
         for t, ps in sorted(by_topic.items()):
             topic_id = self.topics.topic_id(t)
             if topic_id is not None:
-                out.append({"topic_id": topic_id, "partitions": sorted(ps)})
+                entry: dict[str, Any] = {"topic_id": topic_id, "partitions": sorted(ps)}
+                if names:
+                    entry["topic_name"] = t
+                out.append(entry)
         return {"topic_partitions": out}
 
     def _error(self, error: Errors, message: str | None, member_id: str) -> dict[str, Any]:
@@ -1245,11 +1303,17 @@ class ConsumerGroupCoordinator:
                     "rack_id": m.rack_id,
                     "member_epoch": m.member_epoch,
                     "client_id": m.client_id,
-                    "client_host": m.client_host,
+                    # As Kafka prints the address (InetAddress.toString), and as
+                    # DescribeGroups answers it.
+                    "client_host": m.client_host
+                    if m.client_host.startswith("/")
+                    else f"/{m.client_host}",
                     "subscribed_topic_names": list(m.subscribed_topics),
-                    "subscribed_topic_regex": m.subscribed_regex,
-                    "assignment": self._assignment(m.assigned),
-                    "target_assignment": self._assignment(group.target.get(m.member_id, ())),
+                    "subscribed_topic_regex": m.subscribed_regex or "",
+                    "assignment": self._assignment(m.assigned, names=True),
+                    "target_assignment": self._assignment(
+                        group.target.get(m.member_id, ()), names=True
+                    ),
                     # v1: 0 for a classic member, 1 for a consumer-protocol member.
                     "member_type": 0 if m.classic is not None else 1,
                 }
