@@ -228,3 +228,37 @@ def test_unsupported_version_and_unknown_api_close(pair: Pair) -> None:
             for broker, conn in pair.conns.items()
         }
         assert outcomes == {"kafka": None, "kafkars": None}, (api_key, version, outcomes)
+
+
+def test_consumer_group_join_and_leave(pair: Pair, name: str) -> None:
+    """A consumer-protocol member joins (its own member id, as v1 clients send), gets the
+    partitions, heartbeats at its epoch and leaves."""
+    seed(pair, name, partitions=2)
+    for version in pair.versions(ApiKey.CONSUMER_GROUP_HEARTBEAT):
+        group = f"{name}-v{version}"
+        find_coordinator(pair, group)
+        member = f"member-{version}-{'x' * 16}"
+        answers = pair.check(
+            ApiKey.CONSUMER_GROUP_HEARTBEAT,
+            heartbeat(group, name, member, 0),
+            scenario="join",
+            versions=[version],
+        )
+        epoch = answers[0]["kafka"]["member_epoch"]
+        pair.check(
+            ApiKey.CONSUMER_GROUP_HEARTBEAT,
+            heartbeat(group, name, member, epoch),
+            scenario="heartbeat at the member's epoch",
+            versions=[version],
+        )
+        pair.check(
+            ApiKey.CONSUMER_GROUP_DESCRIBE,
+            {"group_ids": [group], "include_authorized_operations": False},
+            scenario="a stable group of one",
+        )
+        pair.check(
+            ApiKey.CONSUMER_GROUP_HEARTBEAT,
+            heartbeat(group, name, member, -1),
+            scenario="leave",
+            versions=[version],
+        )

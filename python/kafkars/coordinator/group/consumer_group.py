@@ -495,12 +495,18 @@ class ConsumerGroupCoordinator:
                         member.left_epoch = member.member_epoch
                     member.member_epoch = epoch
                     member.revoking = set()
-                    return self._response(member_id, epoch, None)
+                    return self._left(member_id, epoch)
             log.info("Member %s left consumer group %s", member_id, group_id)
             self._fence(group, member)
-            return self._response(member_id, epoch, None)
+            return self._left(member_id, epoch)
         finally:
             group.lock.release()
+
+    def _left(self, member_id: str, epoch: int) -> dict[str, Any]:
+        """The answer to a leave: the leave epoch, and no heartbeat interval (Kafka's)."""
+        response = self._response(member_id, epoch, None)
+        response["heartbeat_interval_ms"] = 0
+        return response
 
     def _join(self, group: ConsumerGroup, member_id: str) -> ConsumerMember:
         member = ConsumerMember(member_id=member_id, last_heartbeat=self.time.monotonic())
