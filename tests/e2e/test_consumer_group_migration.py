@@ -10,6 +10,8 @@ and on Apache Kafka 4.1 (the same test against both proves it right):
 
 from __future__ import annotations
 
+import socket
+import struct
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -19,7 +21,9 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from kafkars import _core
 from kafkars.broker import Broker
+from kafkars.server.errors import Errors
 from kafkars.testing.reference_kafka import ReferenceKafka
 
 CONFIG: dict[str, Any] = {
@@ -217,3 +221,161 @@ def test_consume_transform_produce_with_consumer_protocol(bootstrap: str) -> Non
     poll_until([reader], out, lambda: len(out.seen) >= len(values))
     reader.close()
     assert sorted(v for _, _, v in out.seen) == sorted(v.upper() for v in values)
+
+
+# -- ConsumerGroupHeartbeat's error paths, request by request --------------------------------
+CONSUMER_GROUP_HEARTBEAT, FIND_COORDINATOR = 68, 10
+
+
+class Connection:
+    def __init__(self, bootstrap: str) -> None:
+        host, port = bootstrap.rsplit(":", 1)
+        self.sock = socket.create_connection((host, int(port)), timeout=30)
+        self.correlation = 0
+
+    def _read(self, n: int) -> bytes:
+        out = bytearray()
+        while len(out) < n:
+            chunk = self.sock.recv(n - len(out))
+            assert chunk, "connection closed"
+            out += chunk
+        return bytes(out)
+
+    def call(self, api_key: int, version: int, body: dict[str, Any]) -> dict[str, Any]:
+        self.correlation += 1
+        frame = _core.protocol.encode_request(api_key, version, self.correlation, "t", body)
+        self.sock.sendall(frame)
+        size = struct.unpack(">i", self._read(4))[0]
+        return dict(
+            _core.protocol.decode_response(api_key, version, self.correlation, self._read(size))
+        )
+
+    def heartbeat(self, **fields: Any) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "group_id": "",
+            "member_id": "",
+            "member_epoch": 0,
+            "instance_id": None,
+            "rack_id": None,
+            "rebalance_timeout_ms": -1,
+            "subscribed_topic_names": None,
+            "server_assignor": None,
+            "topic_partitions": None,
+            **fields,
+        }
+        return self.call(CONSUMER_GROUP_HEARTBEAT, 0, body)
+
+    def join(self, group: str, topic: str, **fields: Any) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "group_id": group,
+            "member_id": str(uuid.uuid4()),
+            "rebalance_timeout_ms": 1000,
+            "subscribed_topic_names": [topic],
+            "topic_partitions": [],
+        }
+        return self.heartbeat(**{**body, **fields})
+
+
+def test_consumer_group_heartbeat_errors(bootstrap: str) -> None:
+    topic = f"t-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, 2)
+    conn = Connection(bootstrap)
+    deadline = time.monotonic() + 30
+    while True:  # the offsets topic and its coordinator come up on first use
+        conn.call(FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": ["warm-up"]})
+        code = conn.join("warm-up", topic)["error_code"]
+        if code not in (14, 15, 16) or time.monotonic() > deadline:
+            break
+        time.sleep(0.3)
+
+    def outcome(r: dict[str, Any]) -> tuple[str, str | None, int]:
+        return Errors(r["error_code"]).name, r["error_message"], r["member_epoch"]
+
+    def new() -> str:
+        return f"g-{uuid.uuid4().hex[:8]}"
+
+    join = {"rebalance_timeout_ms": 1000, "topic_partitions": []}
+    assert outcome(conn.heartbeat(group_id=new(), subscribed_topic_names=[topic])) == (
+        "INVALID_REQUEST",
+        "RebalanceTimeoutMs must be provided in first request.",
+        0,
+    )
+    assert outcome(conn.heartbeat(group_id=new(), **join)) == (
+        "INVALID_REQUEST",
+        "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.",
+        0,
+    )
+    r = conn.heartbeat(group_id=new(), rebalance_timeout_ms=1000, subscribed_topic_names=[topic])
+    assert outcome(r) == ("INVALID_REQUEST", "TopicPartitions must be empty when (re-)joining.", 0)
+    assert outcome(conn.heartbeat(group_id=new(), member_epoch=3)) == (
+        "INVALID_REQUEST",
+        "MemberId can't be empty.",
+        0,
+    )
+    assert outcome(conn.heartbeat(group_id=new(), member_id="m", member_epoch=-2)) == (
+        "INVALID_REQUEST",
+        "InstanceId can't be null.",
+        0,
+    )
+    assert outcome(conn.heartbeat(group_id=new(), member_id="m", member_epoch=-3)) == (
+        "INVALID_REQUEST",
+        "MemberEpoch is invalid.",
+        0,
+    )
+    r = conn.join(new(), topic, server_assignor="sticky")
+    assert outcome(r) == (
+        "UNSUPPORTED_ASSIGNOR",
+        "ServerAssignor sticky is not supported. Supported assignors: uniform, range.",
+        0,
+    )
+    g = new()
+    assert outcome(conn.heartbeat(group_id=g, member_id="m", member_epoch=1)) == (
+        "GROUP_ID_NOT_FOUND",
+        f"Consumer group {g} not found.",
+        0,
+    )
+    assert outcome(conn.heartbeat(group_id=g, member_id="m", member_epoch=-1)) == (
+        "GROUP_ID_NOT_FOUND",
+        f"Group {g} not found.",
+        0,
+    )
+    # An empty subscription is a valid one.
+    assert conn.join(new(), topic, subscribed_topic_names=[])["error_code"] == 0
+
+    a = conn.join(g, topic)
+    mid, epoch = a["member_id"], a["member_epoch"]
+    assert (a["error_code"], epoch) == (0, 1)
+    assert outcome(conn.heartbeat(group_id=g, member_id="x", member_epoch=1)) == (
+        "UNKNOWN_MEMBER_ID",
+        f"Member x is not a member of group {g}.",
+        0,
+    )
+    assert outcome(conn.heartbeat(group_id=g, member_id=mid, member_epoch=9)) == (
+        "FENCED_MEMBER_EPOCH",
+        "The consumer group member has a greater member epoch (9) than the one known by the "
+        "group coordinator (1). The member must abandon all its partitions and rejoin.",
+        0,
+    )
+    assert outcome(conn.heartbeat(group_id=g, member_id="x", member_epoch=-1)) == (
+        "UNKNOWN_MEMBER_ID",
+        f"Member x is not a member of group {g}.",
+        0,
+    )
+    s = conn.join(g, topic, instance_id="i1")
+    assert s["error_code"] == 0
+    r = conn.heartbeat(group_id=g, member_id="x", member_epoch=-2, instance_id="i1")
+    assert outcome(r) == (
+        "FENCED_INSTANCE_ID",
+        f"Static member x with instance id i1 was fenced by member {s['member_id']}.",
+        0,
+    )
+    r = conn.heartbeat(group_id=g, member_id=s["member_id"], member_epoch=-2, instance_id="i9")
+    assert outcome(r) == ("UNKNOWN_MEMBER_ID", "Instance id i9 is unknown.", 0)
+    r = conn.join(g, topic, instance_id="i1")
+    assert r["error_code"] == Errors.UNRELEASED_INSTANCE_ID
+    r = conn.heartbeat(group_id=g, member_id=s["member_id"], member_epoch=-2, instance_id="i1")
+    assert outcome(r) == ("NONE", None, -2)
+    assert outcome(conn.heartbeat(group_id=g, member_id=mid, member_epoch=-1)) == ("NONE", None, -1)
+    r = conn.heartbeat(group_id=g, member_id=mid, member_epoch=-1)
+    assert outcome(r) == ("UNKNOWN_MEMBER_ID", f"Member {mid} is not a member of group {g}.", 0)
+    conn.sock.close()
