@@ -1,0 +1,326 @@
+"""Apache Kafka 4.1.1's command-line tools, run by their main classes (what bin/kafka-*.sh
+runs), against both brokers."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from .support import Target, both
+
+Unique = Callable[[str], str]
+
+TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"
+CONFIG_COMMAND = "kafka.admin.ConfigCommand"
+GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
+CONSOLE_PRODUCER = "org.apache.kafka.tools.ConsoleProducer"
+CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
+PRODUCER_PERF = "org.apache.kafka.tools.ProducerPerformance"
+CONSUMER_PERF = "org.apache.kafka.tools.ConsumerPerformance"
+ACL_COMMAND = "org.apache.kafka.tools.AclCommand"
+TRANSACTIONS_COMMAND = "org.apache.kafka.tools.TransactionsCommand"
+LEADER_ELECTION = "org.apache.kafka.tools.LeaderElectionCommand"
+REASSIGN = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
+LOG_DIRS = "org.apache.kafka.tools.LogDirsCommand"
+GET_OFFSET_SHELL = "org.apache.kafka.tools.GetOffsetShell"
+DELETE_RECORDS = "org.apache.kafka.tools.DeleteRecordsCommand"
+DUMP_LOG_SEGMENTS = "kafka.tools.DumpLogSegments"
+API_VERSIONS = "org.apache.kafka.tools.BrokerApiVersionsCommand"
+
+
+def run(
+    target: Target, main_class: str, *args: str, input: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Runs the tool against `target` (--bootstrap-server added) and requires exit code 0."""
+    result = target.tool(
+        main_class, "--bootstrap-server", target.bootstrap_servers, *args, input=input
+    )
+    assert result.returncode == 0, (
+        f"{main_class} {' '.join(args)} exited with {result.returncode}:\n"
+        f"{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    )
+    return result
+
+
+def create_topic(target: Target, topic: str, partitions: int = 1) -> None:
+    admin = AdminClient({"bootstrap.servers": target.bootstrap_servers})
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(timeout=30)
+
+
+def produce(target: Target, topic: str, values: list[str], partition: int = 0) -> None:
+    producer = Producer({"bootstrap.servers": target.bootstrap_servers, "enable.idempotence": True})
+    for value in values:
+        producer.produce(topic, value=value.encode(), key=value.encode(), partition=partition)
+    assert producer.flush(30) == 0
+
+
+def broker_id(target: Target) -> int:
+    admin = AdminClient({"bootstrap.servers": target.bootstrap_servers})
+    (node,) = admin.list_topics(timeout=30).brokers
+    return int(node)
+
+
+@both()
+def test_topic_command(target: Target, unique: Unique) -> None:
+    topic = unique("topic-cmd")
+    run(target, TOPIC_COMMAND, "--create", "--topic", topic, "--partitions", "3",
+        "--replication-factor", "1", "--config", "retention.ms=1000000")  # fmt: skip
+    assert topic in run(target, TOPIC_COMMAND, "--list").stdout.split()
+    described = run(target, TOPIC_COMMAND, "--describe", "--topic", topic).stdout
+    assert "PartitionCount: 3" in described
+    assert "ReplicationFactor: 1" in described
+    assert "retention.ms=1000000" in described
+    leader = broker_id(target)
+    for p in range(3):
+        assert re.search(
+            rf"Partition: {p}\s+Leader: {leader}\s+Replicas: {leader}\s+Isr: {leader}", described
+        ), described
+    run(target, TOPIC_COMMAND, "--alter", "--topic", topic, "--partitions", "5")
+    assert "PartitionCount: 5" in run(target, TOPIC_COMMAND, "--describe", "--topic", topic).stdout
+    run(target, TOPIC_COMMAND, "--delete", "--topic", topic)
+    assert topic not in run(target, TOPIC_COMMAND, "--list").stdout.split()
+
+
+@both()
+def test_config_command(target: Target, unique: Unique) -> None:
+    topic = unique("config-cmd")
+    create_topic(target, topic)
+    entity = ("--entity-type", "topics", "--entity-name", topic)
+    run(target, CONFIG_COMMAND, "--alter", *entity, "--add-config",
+        "retention.ms=5000,max.message.bytes=65536")  # fmt: skip
+    described = run(target, CONFIG_COMMAND, "--describe", *entity).stdout
+    assert "retention.ms=5000" in described
+    assert "max.message.bytes=65536" in described
+    run(target, CONFIG_COMMAND, "--alter", *entity, "--delete-config", "retention.ms")
+    described = run(target, CONFIG_COMMAND, "--describe", *entity).stdout
+    assert "retention.ms" not in described
+    assert "max.message.bytes=65536" in described
+    # A broker's dynamic config: set, described, removed.
+    broker = ("--entity-type", "brokers", "--entity-name", str(broker_id(target)))
+    run(target, CONFIG_COMMAND, "--alter", *broker, "--add-config", "log.cleaner.threads=2")
+    assert "log.cleaner.threads=2" in run(target, CONFIG_COMMAND, "--describe", *broker).stdout
+    run(target, CONFIG_COMMAND, "--alter", *broker, "--delete-config", "log.cleaner.threads")
+    assert "log.cleaner.threads" not in run(target, CONFIG_COMMAND, "--describe", *broker).stdout
+
+
+@both()
+def test_console_producer_consumer_and_group_command(target: Target, unique: Unique) -> None:
+    topic, group = unique("console"), unique("console-group")
+    create_topic(target, topic)
+    lines = [f"key{i}:value{i}" for i in range(5)]
+    run(target, CONSOLE_PRODUCER, "--topic", topic, "--property", "parse.key=true",
+        "--property", "key.separator=:", input="\n".join(lines) + "\n")  # fmt: skip
+    consumed = run(target, CONSOLE_CONSUMER, "--topic", topic, "--group", group,
+                   "--from-beginning", "--max-messages", "5", "--property", "print.key=true",
+                   "--property", "key.separator=:", "--timeout-ms", "30000")  # fmt: skip
+    assert consumed.stdout.split() == lines
+    assert group in run(target, GROUP_COMMAND, "--list").stdout.split()
+    described = run(target, GROUP_COMMAND, "--describe", "--group", group).stdout
+    assert re.search(rf"{group}\s+{topic}\s+0\s+5\s+5\s+0\s", described), described
+    # --reset-offsets: a dry run changes nothing, --execute moves the committed offset.
+    reset = ("--reset-offsets", "--group", group, "--topic", topic)
+    planned = run(target, GROUP_COMMAND, *reset, "--to-offset", "2", "--dry-run").stdout
+    assert re.search(rf"{group}\s+{topic}\s+0\s+2", planned), planned
+    run(target, GROUP_COMMAND, *reset, "--to-earliest", "--execute")
+    described = run(target, GROUP_COMMAND, "--describe", "--group", group).stdout
+    assert re.search(rf"{group}\s+{topic}\s+0\s+0\s+5\s+5\s", described), described
+    run(target, GROUP_COMMAND, *reset, "--shift-by", "3", "--execute")
+    described = run(target, GROUP_COMMAND, "--describe", "--group", group).stdout
+    assert re.search(rf"{group}\s+{topic}\s+0\s+3\s+5\s+2\s", described), described
+    state = run(target, GROUP_COMMAND, "--describe", "--group", group, "--state").stdout
+    assert re.search(rf"^{group}\s+\S+\s+\(\d+\)\s+-\s+Empty\s+0\s*$", state, re.M), state
+    run(target, GROUP_COMMAND, "--delete", "--group", group)
+    assert group not in run(target, GROUP_COMMAND, "--list").stdout.split()
+
+
+@both()
+def test_producer_and_consumer_performance(target: Target, unique: Unique) -> None:
+    topic = unique("perf")
+    create_topic(target, topic, 2)
+    sent = target.tool(PRODUCER_PERF, "--topic", topic, "--num-records", "10000",
+                       "--record-size", "100", "--throughput", "-1", "--producer-props",
+                       f"bootstrap.servers={target.bootstrap_servers}", "acks=all")  # fmt: skip
+    assert sent.returncode == 0, sent.stderr
+    assert re.search(r"^10000 records sent", sent.stdout, re.M), sent.stdout
+    read = run(target, CONSUMER_PERF, "--topic", topic, "--messages", "10000",
+               "--timeout", "30000")  # fmt: skip
+    header, row = read.stdout.strip().splitlines()[-2:]
+    names, values = header.split(","), row.split(",")
+    stats = {k.strip(): v.strip() for k, v in zip(names, values, strict=True)}
+    assert stats["data.consumed.in.nMsg"] == "10000", read.stdout
+    assert float(stats["data.consumed.in.MB"]) == pytest.approx(10000 * 100 / 1024 / 1024, 0.01)
+
+
+@both()
+def test_acl_command(target: Target, unique: Unique) -> None:
+    topic = unique("acl")
+    principal = "User:alice"
+    run(target, ACL_COMMAND, "--add", "--allow-principal", principal, "--operation", "Read",
+        "--operation", "Describe", "--topic", topic)  # fmt: skip
+    run(target, ACL_COMMAND, "--add", "--deny-principal", "User:mallory", "--operation", "All",
+        "--topic", topic, "--resource-pattern-type", "prefixed")  # fmt: skip
+    listed = run(target, ACL_COMMAND, "--list", "--topic", topic).stdout
+    assert f"(principal={principal}, host=*, operation=READ, permissionType=ALLOW)" in listed
+    assert f"(principal={principal}, host=*, operation=DESCRIBE, permissionType=ALLOW)" in listed
+    every = run(target, ACL_COMMAND, "--list", "--principal", "User:mallory").stdout
+    assert "operation=ALL, permissionType=DENY" in every
+    assert f"ResourcePattern(resourceType=TOPIC, name={topic}, patternType=PREFIXED)" in every
+    run(target, ACL_COMMAND, "--remove", "--force", "--allow-principal", principal,
+        "--operation", "Read", "--operation", "Describe", "--topic", topic)  # fmt: skip
+    run(target, ACL_COMMAND, "--remove", "--force", "--deny-principal", "User:mallory",
+        "--operation", "All", "--topic", topic, "--resource-pattern-type", "prefixed")  # fmt: skip
+    assert principal not in run(target, ACL_COMMAND, "--list", "--topic", topic).stdout
+    assert "mallory" not in run(target, ACL_COMMAND, "--list").stdout
+
+
+@both()
+def test_transactions_command(target: Target, unique: Unique) -> None:
+    topic, txn = unique("txn-cmd"), unique("txn-id")
+    create_topic(target, topic)
+    producer = Producer({"bootstrap.servers": target.bootstrap_servers, "transactional.id": txn})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic, value=b"open", partition=0)
+    assert producer.flush(30) == 0
+    try:
+        listed = run(target, TRANSACTIONS_COMMAND, "list").stdout
+        assert re.search(rf"^{txn}\s+\d+\s+\d+\s+Ongoing\s*$", listed, re.M), listed
+        described = run(target, TRANSACTIONS_COMMAND, "describe", "--transactional-id", txn)
+        assert "Ongoing" in described.stdout
+        assert f"{topic}-0" in described.stdout
+        producers = run(target, TRANSACTIONS_COMMAND, "describe-producers", "--topic", topic,
+                        "--partition", "0").stdout  # fmt: skip
+        # ProducerId ProducerEpoch LatestCoordinatorEpoch LastSequence LastTimestamp
+        # CurrentTransactionStartOffset: the open transaction started at offset 0.
+        assert re.search(r"^\d+\s+0\s+\S+\s+0\s+\d+\s+0\s*$", producers, re.M), producers
+        hanging = run(target, TRANSACTIONS_COMMAND, "find-hanging", "--broker-id",
+                      str(broker_id(target))).stdout  # fmt: skip
+        assert topic not in hanging
+    finally:
+        producer.commit_transaction(30)
+    described = run(target, TRANSACTIONS_COMMAND, "describe", "--transactional-id", txn).stdout
+    assert re.search(r"Complete(Commit)?|PrepareCommit", described), described
+
+
+@both()
+def test_leader_election_command(target: Target, unique: Unique) -> None:
+    topic = unique("elect")
+    create_topic(target, topic, 2)
+    result = run(target, LEADER_ELECTION, "--election-type", "preferred", "--topic", topic,
+                 "--partition", "0")  # fmt: skip
+    assert f"Valid replica already elected for partitions {topic}-0" in result.stdout
+    result = run(target, LEADER_ELECTION, "--election-type", "unclean",
+                 "--all-topic-partitions")  # fmt: skip
+    assert result.returncode == 0
+
+
+@both()
+def test_reassign_partitions_command(target: Target, unique: Unique, tmp_path: Path) -> None:
+    topic = unique("reassign")
+    create_topic(target, topic, 2)
+    broker = broker_id(target)
+    topics = tmp_path / "topics.json"
+    topics.write_text(json.dumps({"version": 1, "topics": [{"topic": topic}]}))
+    generated = run(target, REASSIGN, "--generate", "--topics-to-move-json-file", str(topics),
+                    "--broker-list", str(broker)).stdout  # fmt: skip
+    assert f'"topic":"{topic}"' in generated
+    plan = tmp_path / "plan.json"
+    plan.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "partitions": [
+                    {"topic": topic, "partition": p, "replicas": [broker], "log_dirs": ["any"]}
+                    for p in range(2)
+                ],
+            }
+        )
+    )
+    run(target, REASSIGN, "--execute", "--reassignment-json-file", str(plan))
+    verified = run(target, REASSIGN, "--verify", "--reassignment-json-file", str(plan)).stdout
+    assert f"Reassignment of partition {topic}-0 is completed" in verified
+    assert run(target, REASSIGN, "--list").stdout == "No partition reassignments found.\n"
+
+
+@both()
+def test_log_dirs_command(target: Target, unique: Unique) -> None:
+    topic = unique("logdirs")
+    create_topic(target, topic)
+    produce(target, topic, ["x" * 100] * 10)
+    broker = broker_id(target)
+    out = run(target, LOG_DIRS, "--describe", "--broker-list", str(broker),
+              "--topic-list", topic).stdout  # fmt: skip
+    (line,) = [ln for ln in out.splitlines() if ln.startswith("{")]
+    described = json.loads(line)
+    assert described["version"] == 1
+    (entry,) = described["brokers"]
+    assert entry["broker"] == broker
+    (log_dir,) = entry["logDirs"]
+    assert log_dir["error"] is None
+    assert [(p["partition"], p["isFuture"]) for p in log_dir["partitions"]] == [
+        (f"{topic}-0", False)
+    ]
+    assert log_dir["partitions"][0]["size"] > 1000
+
+
+@both()
+def test_get_offset_shell_and_delete_records(
+    target: Target, unique: Unique, tmp_path: Path
+) -> None:
+    topic = unique("offsets")
+    create_topic(target, topic, 2)
+    produce(target, topic, [f"v{i}" for i in range(7)], partition=0)
+    produce(target, topic, [f"v{i}" for i in range(3)], partition=1)
+    latest = run(target, GET_OFFSET_SHELL, "--topic", topic).stdout.split()
+    assert latest == [f"{topic}:0:7", f"{topic}:1:3"]
+    earliest = run(target, GET_OFFSET_SHELL, "--topic", topic, "--time", "-2").stdout.split()
+    assert earliest == [f"{topic}:0:0", f"{topic}:1:0"]
+    offsets = tmp_path / "delete.json"
+    offsets.write_text(
+        json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 0, "offset": 4}]})
+    )
+    deleted = run(target, DELETE_RECORDS, "--offset-json-file", str(offsets)).stdout
+    assert f"partition: {topic}-0\tlow_watermark: 4" in deleted
+    earliest = run(target, GET_OFFSET_SHELL, "--topic", topic, "--time", "-2").stdout.split()
+    assert earliest == [f"{topic}:0:4", f"{topic}:1:0"]
+    # --time -5: the offset of the largest timestamp (KIP-734).
+    max_ts = run(target, GET_OFFSET_SHELL, "--topic", f"{topic}", "--partitions", "1",
+                 "--time", "-3").stdout.split()  # fmt: skip
+    assert len(max_ts) == 1 and max_ts[0].startswith(f"{topic}:1:")
+
+
+@both()
+def test_dump_log_segments_reads_the_broker_segment(target: Target, unique: Unique) -> None:
+    topic = unique("dump")
+    create_topic(target, topic)
+    produce(target, topic, [f"payload-{i}" for i in range(5)])
+    segment = target.log_dir / f"{topic}-0" / "00000000000000000000.log"
+    assert segment.exists(), sorted(p.name for p in segment.parent.iterdir())
+    result = target.tool(DUMP_LOG_SEGMENTS, "--files", str(segment), "--print-data-log",
+                         "--deep-iteration")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert f"Dumping {segment}" in out
+    for i in range(5):
+        assert f"payload: payload-{i}" in out, out
+    assert re.search(r"baseOffset: 0 lastOffset: 4 count: 5", out), out
+    assert "isTransactional: false" in out
+    index = segment.with_suffix(".index")
+    if index.exists():
+        dumped = target.tool(DUMP_LOG_SEGMENTS, "--files", str(index))
+        assert dumped.returncode == 0, dumped.stderr
+
+
+@both()
+def test_broker_api_versions_command(target: Target) -> None:
+    out = run(target, API_VERSIONS).stdout
+    assert f"{target.bootstrap_servers} (id:" in out
+    for api in ("Produce(0): ", "Fetch(1): ", "ApiVersions(18): ", "DescribeCluster(60): "):
+        assert api in out, out
