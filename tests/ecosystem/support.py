@@ -4,7 +4,9 @@ brokers, the Java scenarios' runner."""
 from __future__ import annotations
 
 import json
+import selectors
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,3 +76,42 @@ def step(results: dict[str, Any], name: str) -> Any:
     if isinstance(value, dict) and set(value) == {"error"}:
         pytest.fail(f"{name}: {value['error']}")
     return value
+
+
+def java_process(classpath: str, main_class: str, *args: str, log: Path) -> subprocess.Popen[str]:
+    """Starts one scenario class in the background (stdout piped, stderr to `log`)."""
+    with open(log, "ab") as err:
+        return subprocess.Popen(
+            [
+                java_command(),
+                "-Xmx256m",
+                "-XX:+UseSerialGC",
+                "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+                "-cp",
+                classpath,
+                f"kafkars.ecosystem.{main_class}",
+                *args,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+        )
+
+
+def wait_for_line(process: subprocess.Popen[str], wanted: str, timeout: float) -> None:
+    """Reads the process's stdout until the line `wanted` (fails on EOF or timeout)."""
+    assert process.stdout is not None
+    deadline = time.monotonic() + timeout
+    with selectors.DefaultSelector() as selector:
+        selector.register(process.stdout, selectors.EVENT_READ)
+        while time.monotonic() < deadline:
+            if not selector.select(timeout=max(0.0, deadline - time.monotonic())):
+                break
+            line = process.stdout.readline()
+            if not line:
+                raise AssertionError(f"exited with {process.wait()} before {wanted!r}")
+            if line.strip() == wanted:
+                return
+            if line.strip() == "ERROR":
+                raise AssertionError(f"reported ERROR before {wanted!r}")
+    raise AssertionError(f"no {wanted!r} within {timeout}s")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -192,9 +193,9 @@ def test_transactions_command(target: Target, unique: Unique) -> None:
     try:
         listed = run(target, TRANSACTIONS_COMMAND, "list").stdout
         assert re.search(rf"^{txn}\s+\d+\s+\d+\s+Ongoing\s*$", listed, re.M), listed
-        described = run(target, TRANSACTIONS_COMMAND, "describe", "--transactional-id", txn)
-        assert "Ongoing" in described.stdout
-        assert f"{topic}-0" in described.stdout
+        ongoing = run(target, TRANSACTIONS_COMMAND, "describe", "--transactional-id", txn).stdout
+        assert re.search(r"\sOngoing\s", ongoing), ongoing
+        assert f"{topic}-0" in ongoing
         producers = run(target, TRANSACTIONS_COMMAND, "describe-producers", "--topic", topic,
                         "--partition", "0").stdout  # fmt: skip
         # ProducerId ProducerEpoch LatestCoordinatorEpoch LastSequence LastTimestamp
@@ -205,8 +206,12 @@ def test_transactions_command(target: Target, unique: Unique) -> None:
         assert topic not in hanging
     finally:
         producer.commit_transaction(30)
-    described = run(target, TRANSACTIONS_COMMAND, "describe", "--transactional-id", txn).stdout
-    assert re.search(r"Complete(Commit)?|PrepareCommit", described), described
+    # The coordinator writes the markers after answering EndTxn: PrepareCommit until then.
+    deadline = time.monotonic() + 20
+    state = ""
+    while "CompleteCommit" not in state and time.monotonic() < deadline:
+        state = run(target, TRANSACTIONS_COMMAND, "describe", "--transactional-id", txn).stdout
+    assert re.search(r"\sCompleteCommit\s", state), state
 
 
 @both()
