@@ -16,6 +16,7 @@ from kafkars import _core
 from kafkars.assignors import decode_assignment, encode_assignment
 from kafkars.coordinator.clock import MockTime
 from kafkars.coordinator.group import GroupCoordinator, GroupState
+from kafkars.coordinator.group import consumer_group_records as records
 from kafkars.coordinator.group.consumer_group import ConsumerGroupConfig, ConsumerGroupCoordinator
 from kafkars.coordinator.group.group_coordinator import GroupConfig
 from kafkars.server.errors import Errors
@@ -383,3 +384,44 @@ def test_static_member_leaves_for_a_while(env: Env) -> None:
     assert r["error_code"] == 0 and r["member_epoch"] == -2
     group = env.consumer.get(G)
     assert group is not None and group.members[a["member_id"]].assigned
+
+
+# ConsumerGroupMemberMetadataValue records Apache Kafka 4.1.1 wrote for a consumer-protocol
+# member and a classic member (librdkafka, topic "rt") of one consumer group.
+KAFKA_CONSUMER_MEMBER = bytes.fromhex(
+    "000000000872646b61666b610b2f3132372e302e302e310203727401000493e00001000100"
+)
+KAFKA_CLASSIC_MEMBER = bytes.fromhex(
+    "000000000872646b61666b610b2f3132372e302e302e310203727401000493e00001004c010000afc803"
+    "0672616e676519000300000001000272740000000000000000ffffffff0000000b726f756e64726f6269"
+    "6e19000300000001000272740000000000000000ffffffff00000000"
+)
+
+
+def test_member_metadata_records_as_kafka_writes_them() -> None:
+    consumer = records.read_member_metadata(KAFKA_CONSUMER_MEMBER)
+    assert consumer.classic_protocols is None and consumer.subscribed_topic_names == ["rt"]
+    assert records.member_metadata_value(consumer) == KAFKA_CONSUMER_MEMBER
+    classic = records.read_member_metadata(KAFKA_CLASSIC_MEMBER)
+    assert classic.classic_session_timeout_ms == 45000
+    assert [name for name, _ in classic.classic_protocols or []] == ["range", "roundrobin"]
+    assert records.member_metadata_value(classic) == KAFKA_CLASSIC_MEMBER
+
+
+def test_classic_members_of_a_consumer_group_survive_a_reload() -> None:
+    e = Env()
+    written: dict[bytes, bytes | None] = {}
+    e.consumer.store = lambda _g, batch: written.update(batch)
+    try:
+        leader, _follower, gen = e.stable_classic_pair()
+        e.cg_join()
+        again = ConsumerGroupCoordinator(ConsumerGroupConfig(), e.topics, [].append, time=e.clock)
+        again.load({k: v for k, v in written.items() if v is not None})
+        group = again.get(G)
+        assert group is not None and len(group.members) == 3
+        member = group.members[leader]
+        assert member.classic is not None and member.classic.session_timeout_ms == 5000
+        assert member.classic.protocol_name == "range" and member.member_epoch == gen
+        assert sum(m.classic is None for m in group.members.values()) == 1
+    finally:
+        e.classic.shutdown()

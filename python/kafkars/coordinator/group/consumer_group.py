@@ -758,6 +758,10 @@ class ConsumerGroupCoordinator:
                         subscribed_topic_regex=member.subscribed_regex,
                         rebalance_timeout_ms=member.rebalance_timeout_ms,
                         server_assignor=member.server_assignor,
+                        classic_session_timeout_ms=(
+                            member.classic.session_timeout_ms if member.classic else None
+                        ),
+                        classic_protocols=member.classic.protocols if member.classic else None,
                     )
                 ),
             ),
@@ -863,6 +867,12 @@ class ConsumerGroupCoordinator:
             m.subscribed_regex = meta.subscribed_topic_regex
             m.rebalance_timeout_ms = meta.rebalance_timeout_ms
             m.server_assignor = meta.server_assignor
+            if meta.classic_session_timeout_ms is not None and meta.classic_protocols:
+                m.classic = ClassicMembership(
+                    meta.classic_session_timeout_ms, list(meta.classic_protocols)
+                )
+            else:
+                m.classic = None
             if meta.server_assignor:
                 group.assignor = meta.server_assignor
         elif key.record_type == records.CURRENT_MEMBER_ASSIGNMENT:

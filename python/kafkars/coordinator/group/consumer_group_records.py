@@ -107,12 +107,36 @@ class MemberMetadata:
     subscribed_topic_regex: str | None
     rebalance_timeout_ms: int
     server_assignor: str | None
+    # Tagged field 0, ClassicMemberMetadata: set for a member using the classic protocol
+    # (its session timeout, and its protocols as (name, metadata)).
+    classic_session_timeout_ms: int | None = None
+    classic_protocols: list[tuple[str, bytes]] | None = None
+
+
+def _classic_member_metadata(session_timeout_ms: int, protocols: list[tuple[str, bytes]]) -> bytes:
+    parts = [struct.pack(">i", session_timeout_ms), _uvarint(len(protocols) + 1)]
+    for name, metadata in protocols:
+        data = name.encode()
+        parts += [_uvarint(len(data) + 1), data, _uvarint(len(metadata) + 1), metadata]
+        parts.append(_uvarint(0))  # the protocol's tagged fields
+    parts.append(_uvarint(0))  # the struct's tagged fields
+    return b"".join(parts)
 
 
 def member_metadata_value(m: MemberMetadata) -> bytes:
     w = _Flexible().string(m.instance_id).string(m.rack_id).string(m.client_id)
     w.string(m.client_host).strings(m.subscribed_topic_names).string(m.subscribed_topic_regex)
-    return w.int32(m.rebalance_timeout_ms).string(m.server_assignor).done()
+    w.int32(m.rebalance_timeout_ms).string(m.server_assignor)
+    # One tagged field, tag 0, then its size and the nullable struct (0: null, 1: present).
+    # Kafka's default for it is an empty struct, so a consumer-protocol member writes null.
+    if m.classic_session_timeout_ms is None or m.classic_protocols is None:
+        data = _uvarint(0)
+    else:
+        data = _uvarint(1) + _classic_member_metadata(
+            m.classic_session_timeout_ms, m.classic_protocols
+        )
+    w.parts += [_uvarint(1), _uvarint(0), _uvarint(len(data)), data]
+    return b"".join(w.parts)
 
 
 def target_assignment_metadata_value(assignment_epoch: int) -> bytes:
@@ -227,7 +251,7 @@ def read_epoch(data: bytes) -> int:
 
 def read_member_metadata(data: bytes) -> MemberMetadata:
     r = _value(data)
-    return MemberMetadata(
+    out = MemberMetadata(
         instance_id=r.string(),
         rack_id=r.string(),
         client_id=r.string() or "",
@@ -237,6 +261,23 @@ def read_member_metadata(data: bytes) -> MemberMetadata:
         rebalance_timeout_ms=r.int32(),
         server_assignor=r.string(),
     )
+    if r.pos >= len(r.data):
+        return out
+    for _ in range(r.uvarint()):
+        tag, size = r.uvarint(), r.uvarint()
+        end = r.pos + size
+        if tag == 0 and size > 0 and r.uvarint() == 1:  # ClassicMemberMetadata, not null
+            out.classic_session_timeout_ms = r.int32()
+            protocols = []
+            for _ in range(r.uvarint() - 1):
+                name = r.string() or ""
+                n = r.uvarint() - 1
+                protocols.append((name, r.data[r.pos : r.pos + n]))
+                r.pos += n
+                r.skip_tags()
+            out.classic_protocols = protocols
+        r.pos = end
+    return out
 
 
 def read_target_assignment_member(data: bytes) -> TopicIdPartitions:
