@@ -79,7 +79,8 @@ def step(results: dict[str, Any], name: str) -> Any:
 
 
 def java_process(classpath: str, main_class: str, *args: str, log: Path) -> subprocess.Popen[str]:
-    """Starts one scenario class in the background (stdout piped, stderr to `log`)."""
+    """Starts a scenario class (or a fully qualified main class) in the background, its
+    stdout piped and stderr to `log`."""
     with open(log, "ab") as err:
         return subprocess.Popen(
             [
@@ -89,7 +90,7 @@ def java_process(classpath: str, main_class: str, *args: str, log: Path) -> subp
                 "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
                 "-cp",
                 classpath,
-                f"kafkars.ecosystem.{main_class}",
+                main_class if "." in main_class else f"kafkars.ecosystem.{main_class}",
                 *args,
             ],
             stdout=subprocess.PIPE,
