@@ -972,53 +972,56 @@ class ConsumerGroupCoordinator:
         if self.classic is None or not self.config.upgrade_enabled:
             log.info("Cannot upgrade classic group %s: the online upgrade is disabled", group_id)
             return False
-        handed = self.classic.hand_over(group_id, self.config.max_size)
-        if handed is None:
-            return False
-        generation, members = handed
-        group = ConsumerGroup(group_id, group_epoch=generation, assignment_epoch=generation)
         scheduled: list[DelayedTimeout] = []
-        with group.lock:
-            for snap in members:
-                try:
-                    sub = decode_subscription(snap.subscription)
-                    assigned = set(decode_assignment(snap.assignment))
-                except Exception:
-                    log.warning("Classic group %s has a malformed subscription", group_id)
-                    sub, assigned = None, set()
-                topics = list(sub.topics) if sub is not None else []
-                assigned = {tp for tp in assigned if self.topics.topic_id(tp[0]) is not None}
-                member = ConsumerMember(
-                    member_id=snap.member_id,
-                    instance_id=snap.instance_id,
-                    rack_id=sub.rack_id if sub is not None else None,
-                    client_id=snap.client_id,
-                    client_host=snap.client_host,
-                    subscribed_topics=topics,
-                    rebalance_timeout_ms=snap.rebalance_timeout_ms,
-                    member_epoch=generation,
-                    previous_epoch=generation,
-                    assigned=assigned,
-                    last_heartbeat=self.time.monotonic(),
-                    classic=ClassicMembership(snap.session_timeout_ms, snap.protocols),
-                )
-                group.members[member.member_id] = member
-                group.target[member.member_id] = set(assigned)
-            group.subscribed_partitions = self._subscribed_partitions(group)
-            with self._lock:
-                self._groups[group_id] = group
-            for member in group.members.values():
-                self._persist(group, member, target_changed=True)
-                scheduled.append(self._session_deadline(group, member))
-        log.info(
-            "Upgraded classic group %s to a consumer group (generation %d, %d members)",
-            group_id,
-            generation,
-            len(members),
-        )
+
+        def adopt(generation: int, members: list[ClassicMemberSnapshot]) -> None:
+            # Under the classic group's lock: no classic request sees the group between.
+            group = ConsumerGroup(group_id, group_epoch=generation, assignment_epoch=generation)
+            with group.lock:
+                for snap in members:
+                    member = self._from_classic(snap, generation)
+                    group.members[member.member_id] = member
+                    group.target[member.member_id] = set(member.assigned)
+                group.subscribed_partitions = self._subscribed_partitions(group)
+                with self._lock:
+                    self._groups[group_id] = group
+                for member in group.members.values():
+                    self._persist(group, member, target_changed=True)
+                    scheduled.append(self._session_deadline(group, member))
+            log.info(
+                "Upgraded classic group %s to a consumer group (generation %d, %d members)",
+                group_id,
+                generation,
+                len(members),
+            )
+
+        if not self.classic.hand_over(group_id, self.config.max_size, adopt):
+            return False
         for op in scheduled:
             self.schedule(op)
         return True
+
+    def _from_classic(self, snap: ClassicMemberSnapshot, generation: int) -> ConsumerMember:
+        try:
+            sub = decode_subscription(snap.subscription)
+            assigned = set(decode_assignment(snap.assignment))
+        except Exception:
+            log.warning("Member %s has a malformed subscription or assignment", snap.member_id)
+            sub, assigned = None, set()
+        return ConsumerMember(
+            member_id=snap.member_id,
+            instance_id=snap.instance_id,
+            rack_id=sub.rack_id if sub is not None else None,
+            client_id=snap.client_id,
+            client_host=snap.client_host,
+            subscribed_topics=list(sub.topics) if sub is not None else [],
+            rebalance_timeout_ms=snap.rebalance_timeout_ms,
+            member_epoch=generation,
+            previous_epoch=generation,
+            assigned={tp for tp in assigned if self.topics.topic_id(tp[0]) is not None},
+            last_heartbeat=self.time.monotonic(),
+            classic=ClassicMembership(snap.session_timeout_ms, snap.protocols),
+        )
 
     def _fence(self, group: ConsumerGroup, member: ConsumerMember) -> None:
         """Removes `member`; when it was the last consumer-protocol member of a group of

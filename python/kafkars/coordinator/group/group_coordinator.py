@@ -816,27 +816,31 @@ class GroupCoordinator:
 
     # -- online migration with consumer groups --------------------------------------------
     def hand_over(
-        self, group_id: str, max_members: int
-    ) -> tuple[int, list[ClassicMemberSnapshot]] | None:
-        """Gives the group's members to a consumer group being created (an upgrade): its
-        generation and members, the group itself staying here, empty, with its offsets.
-        None when it cannot move: not of the consumer protocol, or too large."""
+        self,
+        group_id: str,
+        max_members: int,
+        adopt: Callable[[int, list[ClassicMemberSnapshot]], None],
+    ) -> bool:
+        """Gives the group's members to a consumer group (an upgrade): `adopt` gets its
+        generation and members under the group's lock; the group itself stays here, empty,
+        with its offsets. False when it cannot move: not of the consumer protocol, or too
+        large (True, and nothing adopted, when it has no members any more)."""
         group = self.get_group(group_id)
         if group is None:
-            return 0, []
+            return True
         answers: list[tuple[ResponseCallback, dict[str, Any]]] = []
         with group.lock:
             if not group.members:
-                return group.generation_id, []
+                return True
             if group.protocol_type != CONSUMER_PROTOCOL_TYPE:
                 log.info(
                     "Cannot upgrade classic group %s: it does not use the consumer protocol",
                     group_id,
                 )
-                return None
+                return False
             if len(group.members) > max_members:
                 log.info("Cannot upgrade classic group %s: too many members", group_id)
-                return None
+                return False
             snapshots = []
             for m in group.members.values():
                 if m.awaiting_join is not None:
@@ -862,7 +866,7 @@ class GroupCoordinator:
                         assignment=m.assignment,
                     )
                 )
-            generation = group.generation_id
+            adopt(group.generation_id, snapshots)
             # Its members' deadlines find nobody; a pending rebalance is void.
             group.members.clear()
             group.static_members.clear()
@@ -874,7 +878,7 @@ class GroupCoordinator:
             self._store_group(group)
         for callback, response in answers:
             callback(response)
-        return generation, snapshots
+        return True
 
     def take_over(
         self, group_id: str, generation: int, members: list[ClassicMemberSnapshot]
