@@ -141,7 +141,9 @@ def test_fencing_and_unknown_members() -> None:
     h.beat("b", 0, set())
     h.beat("a", 1, owned=tp(0, 1))
     assert h.beat("a", 1)["error_code"] == 0
-    assert h.beat("", 0, set(), topics=[])["error_code"] == Errors.INVALID_REQUEST
+    # A join must say what it subscribes to (an empty list is a subscription, as in Kafka).
+    assert h.beat("", 0, set(), subscribed_topic_names=None)["error_code"] == Errors.INVALID_REQUEST
+    assert h.beat("", 0, set(), topics=[])["error_code"] == 0
 
 
 def test_leave_hands_partitions_to_the_rest() -> None:
@@ -160,7 +162,7 @@ def test_leave_hands_partitions_to_the_rest() -> None:
 def test_static_member_keeps_its_partitions_across_a_restart() -> None:
     h = Harness(t=2)
     h.beat("a", 0, set(), instance_id="i1")
-    r = h.beat("a", -2)
+    r = h.beat("a", -2, instance_id="i1")
     assert r["member_epoch"] == -2
     group = h.coordinator.get("g")
     assert group is not None and "a" in group.members

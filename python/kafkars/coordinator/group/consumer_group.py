@@ -927,12 +927,19 @@ class ConsumerGroupCoordinator:
 
     # -- OffsetCommit, TxnOffsetCommit and OffsetFetch of a consumer group's members ---------
     def validate_commit(
-        self, group_id: str, member_id: str, epoch: int, *, transactional: bool = False
+        self,
+        group_id: str,
+        member_id: str,
+        epoch: int,
+        *,
+        transactional: bool = False,
+        version: int | None = None,
     ) -> Errors | None:
         """None: not a consumer-protocol group (the classic rules apply). Otherwise the
         error for a commit by `member_id` at `epoch` (NONE when it may commit): an epoch
         other than the member's is STALE_MEMBER_EPOCH, or ILLEGAL_GENERATION for a classic
-        member or in a transaction (as Kafka)."""
+        member or in a transaction (as Kafka); a consumer-protocol member's OffsetCommit
+        must be v9+ (UNSUPPORTED_VERSION)."""
         group = self.get(group_id)
         if group is None:
             return None
@@ -942,6 +949,8 @@ class ConsumerGroupCoordinator:
             member = group.members.get(member_id)
             if member is None:
                 return Errors.UNKNOWN_MEMBER_ID
+            if not transactional and member.classic is None and version is not None and version < 9:
+                return Errors.UNSUPPORTED_VERSION
             if epoch != member.member_epoch:
                 if transactional or member.classic is not None:
                     return Errors.ILLEGAL_GENERATION

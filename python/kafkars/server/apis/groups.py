@@ -210,7 +210,7 @@ def handle_offset_commit(apis: KafkaApis, request: Any) -> dict[str, Any]:
                 expire_timestamp=now + retention if retention >= 0 else None,
             )
     consumer_check = _consumer_groups(apis).validate_commit(
-        body["group_id"], body["member_id"], body["generation_id_or_member_epoch"]
+        body["group_id"], body["member_id"], body["generation_id_or_member_epoch"], version=version
     )
     if consumer_check is None:
         results = _coordinator(apis).handle_commit_offsets(
