@@ -116,3 +116,19 @@ def wait_for_line(process: subprocess.Popen[str], wanted: str, timeout: float) -
             if line.strip() == "ERROR":
                 raise AssertionError(f"reported ERROR before {wanted!r}")
     raise AssertionError(f"no {wanted!r} within {timeout}s")
+
+
+def both_steps(
+    names: list[str], kafkars_xfail: dict[str, str] | None = None
+) -> pytest.MarkDecorator:
+    """Parametrises a step test over both brokers and every step name; the steps named in
+    `kafkars_xfail` are strict xfails against kafkars, with the difference as the reason."""
+    xfail = kafkars_xfail or {}
+    params: list[Any] = []
+    for name in names:
+        for broker in ("kafkars", "kafka"):
+            marks = []
+            if broker == "kafkars" and name in xfail:
+                marks.append(pytest.mark.xfail(strict=True, reason=xfail[name]))
+            params.append(pytest.param(broker, name, marks=marks, id=f"{name}-{broker}"))
+    return pytest.mark.parametrize(("target", "name"), params, indirect=["target"])

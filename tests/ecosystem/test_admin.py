@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from .support import both, step
+from .support import both, both_steps, step
 
 Scenario = Callable[[str], dict[str, Any]]
 
@@ -86,3 +86,64 @@ def test_admin(scenario: Scenario, name: str) -> None:
 @both()
 def test_admin_ran_every_step(scenario: Scenario) -> None:
     assert list(scenario("AdminScenario")) == list(EXPECTED)
+
+
+# AdminMore.java: the rest of the Admin API.
+EXPECTED_MORE: dict[str, Any] = {
+    "setup": True,
+    "describe_features": {
+        "finalized_names": [
+            "eligible.leader.replicas.version",
+            "group.version",
+            "metadata.version",
+            "transaction.version",
+        ],
+        "supported_has_metadata_version": True,
+        "epoch_present": True,
+    },
+    # Timestamps rise to offset 6 and fall after it.
+    "list_offsets": {
+        "earliest": 0,
+        "latest": 10,
+        "max_timestamp": 6,
+        "by_timestamp_0": 0,
+        "by_timestamp_future": -1,
+    },
+    "delete_records": [4, 4],
+    "acls": {"described": ["User:{user} WRITE ALLOW LITERAL"], "deleted": 1, "left": 0},
+    "client_quotas": {"producer_byte_rate": 1048576.0, "request_percentage": 50.0},
+    "scram_credentials": ["SCRAM_SHA_256/8192"],
+    "fence_producers": "ProducerFencedException",
+    "remove_members_from_consumer_group": [1, 0],
+    "list_groups": ["Classic", "consumer", "Empty"],
+    "describe_metadata_quorum": {
+        "leader_is_voter": True,
+        "voters": 1,
+        "high_watermark_positive": True,
+    },
+    "elect_leaders": "ElectionNotNeededException",
+    "list_partition_reassignments": 0,
+}
+
+KAFKARS_DIFFERENCES = {
+    "describe_features": "kafkars's ApiVersions lists no supported or finalized features "
+    "(Kafka 4.1 finalizes metadata.version, group.version, transaction.version and "
+    "eligible.leader.replicas.version)",
+    "describe_metadata_quorum": "kafkars does not serve DescribeQuorum (it runs no KRaft "
+    "quorum): UnsupportedVersionException",
+}
+
+
+@both_steps(list(EXPECTED_MORE), KAFKARS_DIFFERENCES)
+def test_admin_more(scenario: Scenario, name: str) -> None:
+    results = scenario("AdminMore")
+    expected = EXPECTED_MORE[name]
+    if name == "acls":
+        user = results["user"]
+        expected = {**expected, "described": [d.format(user=user) for d in expected["described"]]}
+    assert step(results, name) == expected
+
+
+@both()
+def test_admin_more_ran_every_step(scenario: Scenario) -> None:
+    assert [k for k in scenario("AdminMore") if k != "user"] == list(EXPECTED_MORE)
