@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from .support import Target, both
@@ -329,3 +329,91 @@ def test_broker_api_versions_command(target: Target) -> None:
     assert f"{target.bootstrap_servers} (id:" in out
     for api in ("Produce(0): ", "Fetch(1): ", "ApiVersions(18): ", "DescribeCluster(60): "):
         assert api in out, out
+
+
+METADATA_QUORUM = "org.apache.kafka.tools.MetadataQuorumCommand"
+FEATURE_COMMAND = "org.apache.kafka.tools.FeatureCommand"
+GROUPS_COMMAND = "org.apache.kafka.tools.GroupsCommand"
+CLIENT_METRICS = "org.apache.kafka.tools.ClientMetricsCommand"
+
+
+@both(kafkars_xfail="kafkars does not serve DescribeQuorum (no KRaft quorum): the tool exits 1")
+def test_metadata_quorum_command(target: Target) -> None:
+    out = run(target, METADATA_QUORUM, "describe", "--status").stdout
+    leader = broker_id(target)
+    assert re.search(rf"^LeaderId:\s+{leader}$", out, re.M), out
+    assert re.search(rf'^CurrentVoters:\s+\[\{{"id": {leader}, ', out, re.M), out
+
+
+@both(
+    kafkars_xfail="kafkars's ApiVersions carries no features: FeatureCommand describe prints "
+    "nothing (Kafka 4.1 lists metadata.version 4.1-IV1, group.version, transaction.version...)"
+)
+def test_feature_command(target: Target) -> None:
+    out = run(target, FEATURE_COMMAND, "describe").stdout
+    features = dict(re.findall(r"^Feature: (\S+)\t.*FinalizedVersionLevel: (\S+)\t", out, re.M))
+    assert features.get("metadata.version", "").startswith("4."), out
+    assert {"group.version", "transaction.version"} <= set(features), out
+
+
+@both()
+def test_config_command_client_quotas(target: Target, unique: Unique) -> None:
+    user = unique("quota-user")
+    entity = ("--entity-type", "users", "--entity-name", user)
+    run(target, CONFIG_COMMAND, "--alter", *entity, "--add-config",
+        "producer_byte_rate=1024,consumer_byte_rate=2048")  # fmt: skip
+    out = run(target, CONFIG_COMMAND, "--describe", *entity).stdout
+    assert out.strip() == (
+        f"Quota configs for user-principal '{user}' are "
+        "consumer_byte_rate=2048.0, producer_byte_rate=1024.0"
+    ) or out.strip() == (
+        f"Quota configs for user-principal '{user}' are "
+        "producer_byte_rate=1024.0, consumer_byte_rate=2048.0"
+    ), out
+    run(target, CONFIG_COMMAND, "--alter", *entity, "--delete-config",
+        "producer_byte_rate,consumer_byte_rate")  # fmt: skip
+    assert "byte_rate" not in run(target, CONFIG_COMMAND, "--describe", *entity).stdout
+
+
+@both(
+    kafkars_xfail="kafkars has no client metrics resources (KIP-714): IncrementalAlterConfigs "
+    "answers INVALID_REQUEST 'Unsupported resource type 16' and ListConfigResources is not served"
+)
+def test_client_metrics_command(target: Target, unique: Unique) -> None:
+    name = unique("metrics")
+    run(target, CLIENT_METRICS, "--alter", "--name", name, "--metrics",
+        "org.apache.kafka.producer.", "--interval", "1000")  # fmt: skip
+    out = run(target, CLIENT_METRICS, "--describe", "--name", name).stdout
+    assert f"Client metrics configs for {name} are:" in out
+    assert "interval.ms=1000" in out
+    assert "metrics=org.apache.kafka.producer." in out
+
+
+@both()
+def test_group_commands_on_a_consumer_protocol_group(target: Target, unique: Unique) -> None:
+    topic, group = unique("kip848-tool"), unique("kip848-group")
+    create_topic(target, topic, 2)
+    produce(target, topic, ["a", "b", "c"])
+    consumer = Consumer(
+        {
+            "bootstrap.servers": target.bootstrap_servers,
+            "group.id": group,
+            "group.protocol": "consumer",
+            "client.id": "kip848-client",
+            "auto.offset.reset": "earliest",
+        }
+    )
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + 30
+        while len(consumer.assignment()) < 2 and time.monotonic() < deadline:
+            consumer.poll(0.2)
+        assert len(consumer.assignment()) == 2
+        listed = run(target, GROUPS_COMMAND, "--list").stdout
+        assert re.search(rf"^{group}\s+Consumer\s+consumer\s*$", listed, re.M), listed
+        members = run(target, GROUP_COMMAND, "--describe", "--group", group, "--members").stdout
+        assert re.search(rf"^{group}\s+\S+\s+/127\.0\.0\.1\s+kip848-client\s+2\s*$", members, re.M)
+        state = run(target, GROUP_COMMAND, "--describe", "--group", group, "--state").stdout
+        assert re.search(rf"^{group}\s+\S+\s+\(\d+\)\s+uniform\s+Stable\s+1\s*$", state, re.M)
+    finally:
+        consumer.close()
