@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from .support import both, step
 
 Scenario = Callable[[str], dict[str, Any]]
@@ -51,4 +53,30 @@ def test_consumer_group_protocol(scenario: Scenario) -> None:
         "state": "Stable",
         "members": 1,
         "committed": 200,
+    }
+
+
+@both()
+def test_every_compression_codec(scenario: Scenario) -> None:
+    result = step(scenario("Clients"), "compression")
+    assert result == {"none": 200, "gzip": 200, "snappy": 200, "lz4": 200, "zstd": 200}
+
+
+@both()
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_two_members_share_partitions_and_one_leaves(scenario: Scenario, protocol: str) -> None:
+    # classic: the cooperative-sticky assignor; consumer: the broker's uniform assignor.
+    result = step(scenario("Clients"), f"rebalance_{protocol}")
+    assert result == {"alone": 6, "shared": [3, 3], "union": 6, "after_leave": 6}
+
+
+@both()
+def test_consume_transform_produce_with_offsets_in_the_transaction(scenario: Scenario) -> None:
+    result = step(scenario("Clients"), "consume_transform_produce")
+    assert result == {
+        "copied": 300,
+        "transactions_positive": True,
+        "group_committed": 300,
+        "output_distinct": 300,
+        "output_upper": True,
     }

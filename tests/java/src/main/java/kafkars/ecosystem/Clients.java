@@ -43,6 +43,13 @@ public final class Clients {
             steps.run(
                     "consumer_protocol",
                     () -> consumerProtocol(admin, bootstrap, prefix + "-kip848"));
+            steps.run("compression", () -> compression(admin, bootstrap, prefix + "-codec"));
+            for (String protocol : List.of("classic", "consumer")) {
+                steps.run("rebalance_" + protocol,
+                        () -> rebalance(admin, bootstrap, prefix + "-rebalance-" + protocol, protocol));
+            }
+            steps.run("consume_transform_produce",
+                    () -> consumeTransformProduce(admin, bootstrap, prefix + "-ctp"));
         }
         steps.print();
     }
@@ -207,6 +214,140 @@ public final class Clients {
             }
             out.put("committed", committed);
         }
+        return out;
+    }
+
+    static Object compression(Admin admin, String bootstrap, String topic) throws Exception {
+        createTopic(admin, topic, 1);
+        List<String> codecs = List.of("none", "gzip", "snappy", "lz4", "zstd");
+        for (String codec : codecs) {
+            Properties p = producerProps(bootstrap);
+            p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, codec);
+            try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
+                for (int i = 0; i < 200; i++) {
+                    producer.send(new ProducerRecord<>(topic, codec, codec + "-" + i + "-" + "x".repeat(i)));
+                }
+            }
+        }
+        Map<String, Object> out = new LinkedHashMap<>();
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(consumerProps(bootstrap, null))) {
+            TopicPartition tp = new TopicPartition(topic, 0);
+            consumer.assign(List.of(tp));
+            consumer.seekToBeginning(List.of(tp));
+            List<ConsumerRecord<String, String>> records = pollAll(consumer, 1000);
+            for (String codec : codecs) {
+                long intact = 0;
+                int i = 0;
+                for (ConsumerRecord<String, String> r : records) {
+                    if (!r.key().equals(codec)) continue;
+                    if (r.value().equals(codec + "-" + i + "-" + "x".repeat(i))) intact++;
+                    i++;
+                }
+                out.put(codec, intact);
+            }
+        }
+        return out;
+    }
+
+    /** Two members share six partitions, then one leaves and the other takes all six. */
+    static Object rebalance(Admin admin, String bootstrap, String topic, String protocol)
+            throws Exception {
+        createTopic(admin, topic, 6);
+        String group = topic + "-group";
+        Properties props = consumerProps(bootstrap, group);
+        props.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, protocol);
+        if (protocol.equals("classic")) {
+            props.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG,
+                    "org.apache.kafka.clients.consumer.CooperativeStickyAssignor");
+            props.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "6000");
+            props.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "500");
+        }
+        Map<String, Object> out = new LinkedHashMap<>();
+        try (KafkaConsumer<String, String> a = new KafkaConsumer<>(props)) {
+            a.subscribe(List.of(topic));
+            pollUntil(List.of(a), () -> a.assignment().size() == 6);
+            out.put("alone", a.assignment().size());
+            try (KafkaConsumer<String, String> b = new KafkaConsumer<>(props)) {
+                b.subscribe(List.of(topic));
+                pollUntil(List.of(a, b),
+                        () -> a.assignment().size() == 3 && b.assignment().size() == 3);
+                out.put("shared", List.of(a.assignment().size(), b.assignment().size()));
+                Set<TopicPartition> union = new java.util.HashSet<>(a.assignment());
+                union.addAll(b.assignment());
+                out.put("union", union.size());
+            }
+            pollUntil(List.of(a), () -> a.assignment().size() == 6);
+            out.put("after_leave", a.assignment().size());
+        }
+        return out;
+    }
+
+    static void pollUntil(List<KafkaConsumer<String, String>> consumers,
+            java.util.function.BooleanSupplier done) {
+        long end = System.nanoTime() + DEADLINE.toNanos();
+        while (!done.getAsBoolean() && System.nanoTime() < end) {
+            for (KafkaConsumer<String, String> c : consumers) c.poll(Duration.ofMillis(50));
+        }
+    }
+
+    /** Reads a topic and writes it upper-cased, offsets committed in the same transaction. */
+    static Object consumeTransformProduce(Admin admin, String bootstrap, String topic)
+            throws Exception {
+        String output = topic + "-out";
+        String group = topic + "-group";
+        createTopic(admin, topic, 2);
+        createTopic(admin, output, 2);
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(producerProps(bootstrap))) {
+            for (int i = 0; i < 300; i++) producer.send(new ProducerRecord<>(topic, "k" + i, "v" + i));
+        }
+        Properties cp = consumerProps(bootstrap, group);
+        cp.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+        Properties pp = producerProps(bootstrap);
+        pp.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, topic + "-tid");
+        int copied = 0;
+        int transactions = 0;
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(cp);
+                KafkaProducer<String, String> producer = new KafkaProducer<>(pp)) {
+            producer.initTransactions();
+            consumer.subscribe(List.of(topic));
+            long end = System.nanoTime() + DEADLINE.toNanos();
+            while (copied < 300 && System.nanoTime() < end) {
+                var records = consumer.poll(Duration.ofMillis(200));
+                if (records.isEmpty()) continue;
+                producer.beginTransaction();
+                Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
+                for (ConsumerRecord<String, String> r : records) {
+                    producer.send(new ProducerRecord<>(output, r.key(), r.value().toUpperCase()));
+                    offsets.put(new TopicPartition(r.topic(), r.partition()),
+                            new OffsetAndMetadata(r.offset() + 1));
+                    copied++;
+                }
+                producer.sendOffsetsToTransaction(offsets, consumer.groupMetadata());
+                producer.commitTransaction();
+                transactions++;
+            }
+        }
+        long committed = 0;
+        for (OffsetAndMetadata o :
+                admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get().values()) {
+            committed += o.offset();
+        }
+        Properties rp = consumerProps(bootstrap, null);
+        rp.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+        Set<String> values = new TreeSet<>();
+        try (KafkaConsumer<String, String> reader = new KafkaConsumer<>(rp)) {
+            List<TopicPartition> parts =
+                    List.of(new TopicPartition(output, 0), new TopicPartition(output, 1));
+            reader.assign(parts);
+            reader.seekToBeginning(parts);
+            for (ConsumerRecord<String, String> r : pollAll(reader, 300)) values.add(r.value());
+        }
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("copied", copied);
+        out.put("transactions_positive", transactions > 0);
+        out.put("group_committed", committed);
+        out.put("output_distinct", values.size());
+        out.put("output_upper", values.stream().allMatch(v -> v.startsWith("V")));
         return out;
     }
 }
