@@ -130,15 +130,19 @@ def group_type(bootstrap: str, group_id: str) -> str:
     return getattr(described.type, "name", str(described.type))
 
 
-def test_consumer_member_joins_classic_group_and_leaves(bootstrap: str) -> None:
+@pytest.mark.parametrize("strategy", ["range,roundrobin", "cooperative-sticky"])
+def test_consumer_member_joins_classic_group_and_leaves(bootstrap: str, strategy: str) -> None:
+    """Eager classic members give up everything when they rejoin; cooperative ones report
+    the partitions they keep in their subscription."""
     topic, group = f"t-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    classic = {"partition.assignment.strategy": strategy}
     create_topic(bootstrap, topic, 6)
     tally = Tally()
 
     # Records are produced only while the group is settled, and committed before it
     # changes: a record consumed twice is the brokers' doing, not a rebalance's.
-    a = consumer(bootstrap, group, "classic")
-    b = consumer(bootstrap, group, "classic")
+    a = consumer(bootstrap, group, "classic", **classic)
+    b = consumer(bootstrap, group, "classic", **classic)
     for c in (a, b):
         c.subscribe([topic])
     settled([a, b], tally, [3, 3])
