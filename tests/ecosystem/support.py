@@ -7,6 +7,7 @@ import json
 import selectors
 import subprocess
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ class Target:
     name: str
     bootstrap_servers: str
     log_dir: Path
-    cache: dict[str, Any] = field(default_factory=dict)
+    scenarios: dict[str, Future[dict[str, Any]]] = field(default_factory=dict)
 
     def tool(self, main_class: str, *args: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
         return kafka_tool(main_class, *args, **kwargs)
