@@ -228,7 +228,7 @@ def test_consume_transform_produce_with_consumer_protocol(bootstrap: str) -> Non
 
 
 # -- ConsumerGroupHeartbeat's error paths, request by request --------------------------------
-CONSUMER_GROUP_HEARTBEAT, FIND_COORDINATOR = 68, 10
+CONSUMER_GROUP_HEARTBEAT, FIND_COORDINATOR, OFFSET_COMMIT, OFFSET_FETCH = 68, 10, 8, 9
 
 
 class Connection:
@@ -382,4 +382,77 @@ def test_consumer_group_heartbeat_errors(bootstrap: str) -> None:
     assert outcome(conn.heartbeat(group_id=g, member_id=mid, member_epoch=-1)) == ("NONE", None, -1)
     r = conn.heartbeat(group_id=g, member_id=mid, member_epoch=-1)
     assert outcome(r) == ("UNKNOWN_MEMBER_ID", f"Member {mid} is not a member of group {g}.", 0)
+    conn.sock.close()
+
+
+def test_offset_commit_and_fetch_check_member_epochs(bootstrap: str) -> None:
+    topic = f"t-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, 1)
+    conn = Connection(bootstrap)
+    g = f"g-{uuid.uuid4().hex[:8]}"
+    deadline = time.monotonic() + 30
+    while True:
+        conn.call(FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": [g]})
+        a = conn.join(g, topic)
+        if a["error_code"] not in (14, 15, 16) or time.monotonic() > deadline:
+            break
+        time.sleep(0.3)
+    assert a["error_code"] == 0
+    mid, epoch = a["member_id"], a["member_epoch"]
+
+    def commit(version: int, member: str, member_epoch: int) -> str:
+        r = conn.call(
+            OFFSET_COMMIT,
+            version,
+            {
+                "group_id": g,
+                "generation_id_or_member_epoch": member_epoch,
+                "member_id": member,
+                "group_instance_id": None,
+                "retention_time_ms": -1,
+                "topics": [
+                    {
+                        "name": topic,
+                        "partitions": [
+                            {
+                                "partition_index": 0,
+                                "committed_offset": 3,
+                                "committed_leader_epoch": -1,
+                                "committed_metadata": "",
+                            }
+                        ],
+                    }
+                ],
+            },
+        )
+        return Errors(r["topics"][0]["partitions"][0]["error_code"]).name
+
+    def fetch(member: str | None, member_epoch: int) -> tuple[str, list[Any]]:
+        r = conn.call(
+            OFFSET_FETCH,
+            9,
+            {
+                "groups": [
+                    {
+                        "group_id": g,
+                        "member_id": member,
+                        "member_epoch": member_epoch,
+                        "topics": [{"name": topic, "partition_indexes": [0]}],
+                    }
+                ],
+                "require_stable": False,
+            },
+        )
+        group = r["groups"][0]
+        offsets = [p["committed_offset"] for t in group["topics"] for p in t["partitions"]]
+        return Errors(group["error_code"]).name, offsets
+
+    assert commit(9, mid, epoch + 1) == "STALE_MEMBER_EPOCH"
+    assert commit(9, "nobody", epoch) == "UNKNOWN_MEMBER_ID"
+    assert commit(8, mid, epoch) == "UNSUPPORTED_VERSION"
+    assert commit(9, mid, epoch) == "NONE"
+    assert fetch(mid, epoch) == ("NONE", [3])
+    assert fetch(None, -1) == ("NONE", [3])
+    assert fetch(mid, epoch + 1) == ("STALE_MEMBER_EPOCH", [])
+    assert fetch("nobody", epoch) == ("UNKNOWN_MEMBER_ID", [])
     conn.sock.close()
