@@ -165,6 +165,7 @@ class ReferenceKafka:
         self.config: dict[str, str] = self._base_config()
         self.config.update({k: _render(v) for k, v in (config or {}).items()})
         self._child: subprocess.Popen[bytes] | None = None
+        self._log_start = 0
 
     @property
     def bootstrap_servers(self) -> str:
@@ -264,6 +265,8 @@ class ReferenceKafka:
         if self.zookeeper is None and not (self.log_dir / "meta.properties").exists():
             self._format(properties)
         self._log = open(self.data_dir / "kafka.log", "ab")  # noqa: SIM115
+        # Where this run's lines start: a restart appends to the same file.
+        self._log_start = self._log.tell()
         self._child = subprocess.Popen(
             self._java("kafka.Kafka", str(properties)),
             stdout=self._log,
@@ -285,7 +288,10 @@ class ReferenceKafka:
     def _ready(self) -> bool:
         # "Kafka Server started" (KRaft) / "[KafkaServer id=N] started" (ZooKeeper): both
         # logged once every listener accepts and the broker has registered.
-        text = self.log()
+        # All of this run's lines: the start-up line is soon out of a tail of them.
+        with open(self.data_dir / "kafka.log", "rb") as f:
+            f.seek(self._log_start)
+            text = f.read().decode(errors="replace")
         if "Kafka Server started" not in text and not _ZK_STARTED.search(text):
             return False
         try:

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use kafkars_record::compression::decompression_limit;
 use kafkars_record::{
     Compression, ControlRecordType, EndTransactionMarker, PatchedBatches, RecordError,
-    TimestampType, batches, control_record_type, recompress,
+    TimestampType, batches, recompress,
 };
 
 use crate::checkpoint::{fsync_dir, sync_if_exists};
@@ -29,6 +29,7 @@ use crate::producer_state::{
 };
 use crate::segment::{
     DELETED_FILE_SUFFIX, LogSegment, RollParams, SWAP_FILE_SUFFIX, TimestampAndOffset,
+    end_txn_marker,
 };
 use crate::time_index::NO_TIMESTAMP;
 use crate::topic_partition::TopicPartition;
@@ -146,8 +147,9 @@ fn replay_producer_state(
         .map_or(i64::MIN, |(base, _)| *base);
     for (_, segment) in segments.range(first..) {
         segment.producer_batches(from, |batch, control| {
-            if let Some(done) = producer_state.update(batch)
-                && control == Some(ControlRecordType::Abort)
+            if let Some(done) =
+                producer_state.update_with_marker(batch, control.map(|m| m.coordinator_epoch))
+                && control.map(|m| m.control_type) == Some(ControlRecordType::Abort)
             {
                 record_abort(segment, producer_state, aborted, done)?;
             }
@@ -887,9 +889,11 @@ impl Log {
             let (_, active) = segments.iter().next_back().expect("active segment");
             for (batch, base_offset) in batches(bytes).zip(base_offsets) {
                 let batch = batch?;
+                let marker = end_txn_marker(&batch)?;
                 if let Some(p) = ProducerBatch::of(&batch).map(|p| p.at(base_offset))
-                    && let Some(done) = producer_state.update(&p)
-                    && control_record_type(&batch)? == Some(ControlRecordType::Abort)
+                    && let Some(done) =
+                        producer_state.update_with_marker(&p, marker.map(|m| m.coordinator_epoch))
+                    && marker.map(|m| m.control_type) == Some(ControlRecordType::Abort)
                 {
                     record_abort(active, producer_state, aborted, done)?;
                 }

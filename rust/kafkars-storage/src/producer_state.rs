@@ -327,6 +327,17 @@ impl ProducerStateManager {
     /// Records an appended batch (from a client, a replica, or replay on load). A
     /// marker returns the transaction it ended.
     pub fn update(&mut self, batch: &ProducerBatch) -> Option<CompletedTxn> {
+        self.update_with_marker(batch, None)
+    }
+
+    /// [`update`](Self::update), with the coordinator epoch of a marker's control
+    /// record: the producer's entry keeps it, as Kafka's `appendEndTxnMarker` does (it
+    /// is in the snapshot).
+    pub fn update_with_marker(
+        &mut self,
+        batch: &ProducerBatch,
+        coordinator_epoch: Option<i32>,
+    ) -> Option<CompletedTxn> {
         let entry = self
             .producers
             .entry(batch.producer_id)
@@ -344,6 +355,9 @@ impl ProducerStateManager {
                 });
             }
             entry.last_timestamp = batch.max_timestamp;
+            if let Some(epoch) = coordinator_epoch {
+                entry.coordinator_epoch = epoch;
+            }
         } else {
             entry.add_batch(batch);
             if batch.is_transactional && entry.current_txn_first_offset.is_none() {
@@ -724,6 +738,27 @@ mod tests {
         assert_eq!(loaded.first_unstable_offset(), Some(0));
         assert_eq!(m.update(&marker(2, 5)).map(|t| t.first_offset), Some(2));
         assert_eq!(m.first_unstable_offset(), None);
+    }
+
+    #[test]
+    fn a_marker_sets_the_coordinator_epoch_which_snapshots_keep() {
+        // Kafka's appendEndTxnMarker: the entry takes the marker's coordinator epoch.
+        let (dir, mut m) = manager();
+        m.update(&ProducerBatch {
+            is_transactional: true,
+            ..batch(1, 0, 0, 2, 1)
+        });
+        assert_eq!(m.entry(1).unwrap().coordinator_epoch, -1);
+        let marker = ProducerBatch {
+            is_transactional: true,
+            is_control: true,
+            ..batch(1, 0, -1, 1, 2)
+        };
+        assert!(m.update_with_marker(&marker, Some(3)).is_some());
+        assert_eq!(m.entry(1).unwrap().coordinator_epoch, 3);
+        m.take_snapshot().unwrap();
+        let loaded = ProducerStateManager::load(dir.path(), 0, 3).unwrap();
+        assert_eq!(loaded.entry(1).unwrap().coordinator_epoch, 3);
     }
 
     #[test]

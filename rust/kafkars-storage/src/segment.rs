@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::UNIX_EPOCH;
 
 use kafkars_record::{
-    ControlRecordType, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, RecordBatch, control_record_type,
+    ControlRecordType, EndTransactionMarker, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, RecordBatch,
+    control_record_type, end_transaction_marker,
 };
 
 use crate::error::{IoContext, LogError, Result};
@@ -110,6 +111,17 @@ impl BatchHeader {
             producer,
         })
     }
+}
+
+/// The COMMIT or ABORT marker of a control batch (`None` for other batches, and for
+/// control records of other types).
+pub(crate) fn end_txn_marker(batch: &RecordBatch<'_>) -> Result<Option<EndTransactionMarker>> {
+    Ok(match control_record_type(batch)? {
+        Some(ControlRecordType::Commit | ControlRecordType::Abort) => {
+            Some(end_transaction_marker(batch)?)
+        }
+        _ => None,
+    })
 }
 
 /// An offset found in the `.log` and the batch that holds it (Kafka's LogOffsetPosition).
@@ -473,11 +485,12 @@ impl LogSegment {
 
     /// The producer fields of the batches ending at or after `from`, in log order
     /// (replayed into the producer state on load).
-    /// Control batches (markers) are read whole to pass their type.
+    /// Control batches (markers) are read whole to pass their type and coordinator
+    /// epoch.
     pub(crate) fn producer_batches(
         &self,
         from: i64,
-        mut f: impl FnMut(&ProducerBatch, Option<ControlRecordType>) -> Result<()>,
+        mut f: impl FnMut(&ProducerBatch, Option<EndTransactionMarker>) -> Result<()>,
     ) -> Result<()> {
         let file = self.log_file()?;
         self.scan_headers(0, |h, pos, _| {
@@ -488,7 +501,7 @@ impl LogSegment {
                     let mut buf = vec![0u8; h.size as usize];
                     file.read_exact_at(&mut buf, u64::from(pos))
                         .at(&self.log_path)?;
-                    control_record_type(&RecordBatch::new(&buf)?)?
+                    end_txn_marker(&RecordBatch::new(&buf)?)?
                 } else {
                     None
                 };

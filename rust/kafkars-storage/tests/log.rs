@@ -647,6 +647,15 @@ fn transaction_markers_move_the_last_stable_offset_and_index_aborts() {
         sync(&log);
         assert_eq!(log.last_stable_offset(), 9);
         assert_eq!(log.aborted_transactions(0, 10), vec![(5, 2)]);
+        // The markers' coordinator epoch (3) is each producer's, from the snapshot or
+        // the replayed log, as Kafka's producer state keeps it.
+        let coordinator_epochs: Vec<(i64, i32)> =
+            log.active_producers().iter().map(|p| (p.0, p.4)).collect();
+        assert_eq!(
+            coordinator_epochs,
+            vec![(5, 3), (6, 3), (7, -1)],
+            "clean: {clean}"
+        );
         log.append_txn_marker(7, 0, 3, false, 0).unwrap();
         sync(&log);
         assert_eq!(log.last_stable_offset(), 11);
