@@ -229,6 +229,7 @@ def test_consume_transform_produce_with_consumer_protocol(bootstrap: str) -> Non
 
 # -- ConsumerGroupHeartbeat's error paths, request by request --------------------------------
 CONSUMER_GROUP_HEARTBEAT, FIND_COORDINATOR, OFFSET_COMMIT, OFFSET_FETCH = 68, 10, 8, 9
+INIT_PRODUCER_ID, ADD_OFFSETS_TO_TXN, TXN_OFFSET_COMMIT = 22, 25, 28
 
 
 class Connection:
@@ -450,9 +451,81 @@ def test_offset_commit_and_fetch_check_member_epochs(bootstrap: str) -> None:
     assert commit(9, mid, epoch + 1) == "STALE_MEMBER_EPOCH"
     assert commit(9, "nobody", epoch) == "UNKNOWN_MEMBER_ID"
     assert commit(8, mid, epoch) == "UNSUPPORTED_VERSION"
+    assert commit(9, "", -1) == "UNKNOWN_MEMBER_ID"
     assert commit(9, mid, epoch) == "NONE"
     assert fetch(mid, epoch) == ("NONE", [3])
     assert fetch(None, -1) == ("NONE", [3])
     assert fetch(mid, epoch + 1) == ("STALE_MEMBER_EPOCH", [])
     assert fetch("nobody", epoch) == ("UNKNOWN_MEMBER_ID", [])
+    conn.sock.close()
+
+
+def test_txn_offset_commit_checks_member_epochs(bootstrap: str) -> None:
+    topic = f"t-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, 1)
+    conn = Connection(bootstrap)
+    g, txn = f"g-{uuid.uuid4().hex[:8]}", f"tx-{uuid.uuid4().hex[:8]}"
+    deadline = time.monotonic() + 30
+    while True:
+        conn.call(FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": [g]})
+        conn.call(FIND_COORDINATOR, 4, {"key_type": 1, "coordinator_keys": [txn]})
+        a = conn.join(g, topic)
+        init = conn.call(
+            INIT_PRODUCER_ID,
+            4,
+            {
+                "transactional_id": txn,
+                "transaction_timeout_ms": 60000,
+                "producer_id": -1,
+                "producer_epoch": -1,
+            },
+        )
+        ready = a["error_code"] not in (14, 15, 16) and init["error_code"] not in (14, 15, 16)
+        if ready or time.monotonic() > deadline:
+            break
+        time.sleep(0.3)
+    assert a["error_code"] == 0 and init["error_code"] == 0
+    pid, pepoch = init["producer_id"], init["producer_epoch"]
+    added = conn.call(
+        ADD_OFFSETS_TO_TXN,
+        3,
+        {"transactional_id": txn, "producer_id": pid, "producer_epoch": pepoch, "group_id": g},
+    )
+    assert added["error_code"] == 0
+
+    def commit(member: str, generation: int) -> str:
+        r = conn.call(
+            TXN_OFFSET_COMMIT,
+            3,
+            {
+                "transactional_id": txn,
+                "group_id": g,
+                "producer_id": pid,
+                "producer_epoch": pepoch,
+                "generation_id": generation,
+                "member_id": member,
+                "group_instance_id": None,
+                "topics": [
+                    {
+                        "name": topic,
+                        "partitions": [
+                            {
+                                "partition_index": 0,
+                                "committed_offset": 5,
+                                "committed_leader_epoch": -1,
+                                "committed_metadata": "",
+                            }
+                        ],
+                    }
+                ],
+            },
+        )
+        return Errors(r["topics"][0]["partitions"][0]["error_code"]).name
+
+    mid, epoch = a["member_id"], a["member_epoch"]
+    assert commit(mid, epoch + 1) == "ILLEGAL_GENERATION"
+    assert commit("nobody", epoch) == "UNKNOWN_MEMBER_ID"
+    # A producer that does not name the consumer commits (Kafka 4.1 answers so).
+    assert commit("", -1) == "NONE"
+    assert commit(mid, epoch) == "NONE"
     conn.sock.close()

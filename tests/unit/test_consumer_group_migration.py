@@ -306,7 +306,8 @@ def test_commit_checks_of_consumer_group_members(env: Env) -> None:
     assert c.validate_commit(G, mid, epoch, version=8) is Errors.UNSUPPORTED_VERSION
     assert c.validate_commit(G, mid, epoch + 1, transactional=True) is Errors.ILLEGAL_GENERATION
     assert c.validate_commit(G, "x", epoch, transactional=True) is Errors.UNKNOWN_MEMBER_ID
-    assert c.validate_commit(G, "", -1, transactional=True) is Errors.UNKNOWN_MEMBER_ID
+    assert c.validate_commit(G, "", -1, transactional=True) is Errors.NONE
+    assert c.validate_commit(G, "", -1) is Errors.UNKNOWN_MEMBER_ID
     assert c.validate_fetch(G, None, -1) is Errors.NONE
     assert c.validate_fetch(G, mid, epoch) is Errors.NONE
     assert c.validate_fetch(G, mid, epoch - 1) is Errors.STALE_MEMBER_EPOCH

@@ -946,6 +946,8 @@ class ConsumerGroupCoordinator:
         with group.lock:
             if epoch < 0 and not group.members:
                 return Errors.NONE  # the admin client, or a consumer outside the group
+            if transactional and epoch < 0 and not member_id:
+                return Errors.NONE  # a producer that does not name the consumer (Kafka 4.1)
             member = group.members.get(member_id)
             if member is None:
                 return Errors.UNKNOWN_MEMBER_ID
