@@ -80,7 +80,8 @@ class Reply:
 
 
 class Env:
-    def __init__(self, policy: str = "bidirectional") -> None:
+    def __init__(self, policy: str = "bidirectional", session_ms: int = 5000) -> None:
+        self.session_ms = session_ms
         self.clock = MockTime()
         self.topics = Topics(t=4)
         self.classic = GroupCoordinator(
@@ -88,10 +89,16 @@ class Env:
         )
         self.classic.startup(expire_offsets=False)
         self.ops: list[Any] = []
+        purgatory = self.clock.purgatory("ConsumerGroupHeartbeat")
+
+        def schedule(op: Any) -> None:
+            self.ops.append(op)
+            purgatory.try_complete_else_watch(op, ["session"])
+
         self.consumer = ConsumerGroupCoordinator(
             ConsumerGroupConfig(heartbeat_interval_ms=100, migration_policy=policy),
             self.topics,
-            self.ops.append,
+            schedule,
             classic_group_in_use=lambda g: bool((grp := self.classic.get_group(g)) and grp.members),
             time=self.clock,
         )
@@ -102,7 +109,7 @@ class Env:
     ) -> Reply:
         reply = Reply()
         self.classic.handle_join_group(
-            G, member_id, None, False, "client", "/127.0.0.1", 5000, 5000, "consumer",
+            G, member_id, None, False, "client", "/127.0.0.1", 5000, self.session_ms, "consumer",
             [("range", subscription(["t"], owned_partitions))], reply,
         )  # fmt: skip
         return reply
@@ -426,5 +433,22 @@ def test_classic_members_of_a_consumer_group_survive_a_reload() -> None:
         assert member.classic is not None and member.classic.session_timeout_ms == 5000
         assert member.classic.protocol_name == "range" and member.member_epoch == gen
         assert sum(m.classic is None for m in group.members.values()) == 1
+    finally:
+        e.classic.shutdown()
+
+
+def test_classic_member_that_does_not_rejoin_is_removed() -> None:
+    e = Env(session_ms=30000)
+    try:
+        leader, follower, gen = e.stable_classic_pair()
+        e.cg_join()
+        assert e.heartbeat(leader, gen) is Errors.REBALANCE_IN_PROGRESS
+        e.clock.sleep(4000)
+        # Heartbeats keep its session, not its place: it was told to rejoin.
+        assert e.heartbeat(leader, gen) is Errors.REBALANCE_IN_PROGRESS
+        e.clock.sleep(1500)
+        group = e.consumer.get(G)
+        assert group is not None and leader not in group.members and follower in group.members
+        assert e.heartbeat(leader, gen) is Errors.UNKNOWN_MEMBER_ID
     finally:
         e.classic.shutdown()

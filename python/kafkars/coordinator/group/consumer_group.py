@@ -155,6 +155,10 @@ class ConsumerMember:
     last_heartbeat: float = field(default_factory=SYSTEM_TIME.monotonic)
     # Set for a member that uses the classic protocol (JoinGroup/SyncGroup/Heartbeat).
     classic: ClassicMembership | None = None
+    # A classic member told to rejoin, or that joined and must sync: what it owes, and the
+    # deadline's token (its rebalance timeout, then it is removed, as in Kafka).
+    classic_pending: str | None = None
+    classic_pending_token: int = 0
 
     def subscribes(self, topic: str) -> bool:
         if topic in self.subscribed_topics:
@@ -1178,6 +1182,7 @@ class ConsumerGroupCoordinator:
                 scheduled.append(self._revocation_deadline(group, member))
             member.last_heartbeat = self.time.monotonic()
             scheduled.append(self._session_deadline(group, member))
+            scheduled.append(self._classic_deadline(group, member, "sync", rebalance_timeout_ms))
             self._persist(group, member, target_changed=group.assignment_epoch > epoch_before)
             member.last_sent = frozenset(member.assigned)
             response = {
@@ -1195,6 +1200,34 @@ class ConsumerGroupCoordinator:
         for op in scheduled:
             self.schedule(op)
         return response
+
+    def _classic_deadline(
+        self, group: ConsumerGroup, member: ConsumerMember, owed: str, timeout_ms: int
+    ) -> DelayedTimeout:
+        """A classic member must rejoin (told so) or sync (after joining) within its
+        rebalance timeout, or it is removed from the group."""
+        member.classic_pending = owed
+        member.classic_pending_token += 1
+        token = member.classic_pending_token
+
+        def expire() -> None:
+            if not self._active:
+                return
+            with group.lock:
+                if group.members.get(member.member_id) is not member:
+                    return
+                if member.classic_pending != owed or member.classic_pending_token != token:
+                    return
+                log.info(
+                    "Classic member %s of consumer group %s did not %s within %d ms; removed",
+                    member.member_id,
+                    group.group_id,
+                    owed,
+                    timeout_ms,
+                )
+                self._remove(group, member)
+
+        return DelayedTimeout(timeout_ms, expire)
 
     @staticmethod
     def _supports(
@@ -1239,7 +1272,12 @@ class ConsumerGroupCoordinator:
             ):
                 return _sync_error(Errors.INCONSISTENT_GROUP_PROTOCOL)
             if group.group_epoch > member.member_epoch and not member.revoking:
+                scheduled.append(
+                    self._classic_deadline(group, member, "join", member.rebalance_timeout_ms)
+                )
                 return _sync_error(Errors.REBALANCE_IN_PROGRESS)
+            if member.classic_pending == "sync":
+                member.classic_pending = None
             member.last_heartbeat = self.time.monotonic()
             scheduled.append(self._session_deadline(group, member))
             response = {
@@ -1280,6 +1318,10 @@ class ConsumerGroupCoordinator:
                 or bool(member.revoking)
                 or bool(waiting - group.held_by_others(member.member_id))
             )
+            if rejoin and member.classic_pending != "join":
+                scheduled.append(
+                    self._classic_deadline(group, member, "join", member.rebalance_timeout_ms)
+                )
         finally:
             group.lock.release()
         for op in scheduled:
