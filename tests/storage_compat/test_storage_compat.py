@@ -4,27 +4,31 @@ served by Apache Kafka 4.1.1, answer for answer.
 One run of each broker writes the same data set with real clients (confluent-kafka): keyed
 records with headers in several batches per codec, a committed and an aborted transaction
 (control batches, an aborted range), a compacted topic of repeated keys over several
-segments, and a topic of LogAppendTime. What the writer serves is recorded: every Fetch
-v12 from offset 0 to the end (read_uncommitted and read_committed: batches byte for byte,
-high watermark, last stable offset, log start offset, aborted transactions), ListOffsets
-(earliest, latest, max timestamp, by timestamp) and what a consumer reads. Both brokers
-stop cleanly; each source partition's files (all but `partition.metadata`, which holds the
-destination's topic id) are copied into two topics the other broker created alike:
+segments (uncleaned), the same records cleaned by the writer's cleaner, and a topic of
+LogAppendTime. What the writer serves is recorded: every Fetch v12 from offset 0 to the end
+(read_uncommitted and read_committed: batches byte for byte, high watermark, last stable
+offset, log start offset, aborted transactions), ListOffsets (earliest, latest, max
+timestamp, by timestamp, both isolation levels) and what confluent-kafka consumers read.
+Both brokers stop cleanly (SIGTERM); each source partition's files are copied, but for
+`partition.metadata` (the destination's topic id is kept; kafkars writes none), into topics
+the other broker created alike, in two restarts:
 
-* `-a` ("trusted"): the destination's recovery point for it is set to the copied log end
-  offset, so it loads the copied `.index`, `.timeindex`, `.txnindex` and producer
-  snapshots as they are;
-* `-b` ("recovered"): its recovery point stays 0 (the empty topic's), so it recovers every
-  copied segment: validates each batch, rebuilds the indexes, producer state and
-  transaction index from the records.
+* `-a` (loaded as is): the destination keeps its `.kafka_cleanshutdown` marker and takes the
+  copied log end offset as the partition's recovery point, so it trusts the copied
+  `.index`, `.timeindex`, `.txnindex` and producer snapshots (Kafka's LogLoader recovers
+  nothing after a clean shutdown; without the marker it would recover the segment holding
+  the recovery point, the active one);
+* `-b` (recovered): the marker is removed and the recovery point stays the empty topic's 0,
+  so the destination recovers every copied segment: validates each batch, rebuilds the
+  indexes, producer state and transaction index from the records.
 
-The destination's `.kafka_cleanshutdown` marker is removed (with it both brokers skip
-recovery for the whole dir, and `-b` would not be recovered; Kafka's LogLoader:
-`recoverLog` scans only `!hadCleanShutdown`, from the partition's recovery point). Its
-high-watermark and log-start checkpoints keep the empty topic's 0: the log start is the
-first segment's base offset either way, and a single-replica leader's high watermark is its
-log end offset. After the restart the destination must serve exactly what the writer did,
-and Kafka's DumpLogSegments must read kafkars' files without an error.
+Both take the source's `cleaner-offset-checkpoint` entry, so the destination does not clean
+the cleaned log again; the high-watermark and log-start checkpoints keep the empty topic's
+0 (the log start is the first segment's base offset either way, and a single-replica
+leader's high watermark is its log end offset). The destination must serve exactly what the
+writer did, both must have loaded the copies the way described (their logs say), and Kafka's
+DumpLogSegments must read kafkars' files without an error, with each producer snapshot entry
+holding its last marker's coordinator epoch, as Kafka's own files do.
 """
 
 from __future__ import annotations
@@ -67,8 +71,23 @@ TOPICS: dict[str, tuple[int, dict[str, str]]] = {
             "min.compaction.lag.ms": str(DAY_MS),
         },
     ),
+    # The same records, cleaned by the writer before it is recorded: offsets with gaps,
+    # segments rewritten by the cleaner, a tombstone kept (delete.retention.ms).
+    "cleaned": (
+        1,
+        {
+            "cleanup.policy": "compact",
+            "segment.ms": "100",
+            "min.compaction.lag.ms": "0",
+            "min.cleanable.dirty.ratio": "0.01",
+            "delete.retention.ms": str(DAY_MS),
+        },
+    ),
     "appendtime": (1, {"message.timestamp.type": "LogAppendTime"}),
 }
+# What the cleaner leaves of the 5 rounds of 8 keys: round 3 (the last one in a rolled
+# segment, its tombstone included) and round 4 (the active segment).
+CLEANED_RECORDS = 16
 COMMON = {
     "num.partitions": 1,
     "auto.create.topics.enable": False,
@@ -78,9 +97,11 @@ COMMON = {
     "transaction.state.log.replication.factor": 1,
     "transaction.state.log.min.isr": 1,
     "transaction.state.log.num.partitions": 1,
+    "log.cleaner.backoff.ms": 200,
 }
 CLEAN_SHUTDOWN = ".kafka_cleanshutdown"
 RECOVERY_POINTS = "recovery-point-offset-checkpoint"
+CLEANER_OFFSETS = "cleaner-offset-checkpoint"
 
 
 # -- the data set ----------------------------------------------------------------------
@@ -152,12 +173,13 @@ def write_data_set(bootstrap: str, prefix: str) -> None:
     for round_ in range(5):
         for i in range(8):
             tombstone = round_ == 3 and i == 2
-            c.produce(
-                f"{prefix}compacted",
-                key=f"ck-{i}".encode(),
-                value=None if tombstone else f"v{round_}".encode(),
-                on_delivery=delivered,
-            )
+            for kind in ("compacted", "cleaned"):
+                c.produce(
+                    f"{prefix}{kind}",
+                    key=f"ck-{i}".encode(),
+                    value=None if tombstone else f"v{round_}".encode(),
+                    on_delivery=delivered,
+                )
         _flush(c, errors)
         time.sleep(0.25)
 
@@ -403,6 +425,23 @@ def record(bootstrap: str, topic: str, kind: str) -> Served:
     return served
 
 
+def wait_cleaned(bootstrap: str, topic: str) -> None:
+    """Until the writer's cleaner has cleaned every rolled segment of `topic`."""
+    conn = Connection(bootstrap)
+    count = -1
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            answers = fetch_all(conn, topic, 0, 0)
+            count = sum(len(b["records"]) for a in answers for b in a["batches"])
+            if count == CLEANED_RECORDS:
+                return
+            time.sleep(0.2)
+    finally:
+        conn.close()
+    raise AssertionError(f"{topic}: {count} records, not cleaned to {CLEANED_RECORDS}")
+
+
 def wait_served(bootstrap: str, topic: str, partitions: int, ends: dict[int, int]) -> None:
     """Until the restarted broker leads `topic` with its high watermark at the copied log
     end offset (a leader's first high watermark comes with its election)."""
@@ -426,6 +465,8 @@ def wait_served(bootstrap: str, topic: str, partitions: int, ends: dict[int, int
 
 
 def read_checkpoint(path: Path) -> dict[tuple[str, int], int]:
+    if not path.exists():
+        return {}
     lines = path.read_text().splitlines()
     assert lines[0] == "0", lines
     out = {}
@@ -460,9 +501,14 @@ def move_topics(files: Path, dest_dir: Path, prefix: str, suffix: str) -> dict[s
     recovery-point checkpoint beside them) to `<prefix><kind>-<suffix>` in `dest_dir`.
     "a": the destination keeps its clean-shutdown marker and takes the copied log end offset
     as its recovery point (it loads the copied files as they are); "b": the marker is
-    removed and the recovery point stays the empty topic's 0 (it recovers every segment)."""
+    removed and the recovery point stays the empty topic's 0 (it recovers every segment).
+    Both take the source's cleaner offset (where its cleaned part ends), so the
+    destination's cleaner does not clean the copied log again: the cleaner state is part
+    of the log's."""
     source_points = read_checkpoint(files / RECOVERY_POINTS)
     dest_points = read_checkpoint(dest_dir / RECOVERY_POINTS)
+    source_cleaned = read_checkpoint(files / CLEANER_OFFSETS)
+    dest_cleaned = read_checkpoint(dest_dir / CLEANER_OFFSETS)
     marker = dest_dir / CLEAN_SHUTDOWN
     assert marker.exists(), "the destination did not stop cleanly"
     copied = {}
@@ -475,7 +521,10 @@ def move_topics(files: Path, dest_dir: Path, prefix: str, suffix: str) -> dict[s
             assert dest_points[(name, p)] == 0, dest_points
             if suffix == "a":
                 dest_points[(name, p)] = source_points[(f"{prefix}{kind}", p)]
+            if (f"{prefix}{kind}", p) in source_cleaned:
+                dest_cleaned[(name, p)] = source_cleaned[(f"{prefix}{kind}", p)]
     write_checkpoint(dest_dir / RECOVERY_POINTS, dest_points)
+    write_checkpoint(dest_dir / CLEANER_OFFSETS, dest_cleaned)
     if suffix == "b":
         marker.unlink()
     return copied
@@ -487,6 +536,7 @@ def keep_files(log_dir: Path, prefix: str, to: Path) -> None:
         for p in range(partitions):
             shutil.copytree(log_dir / f"{prefix}{kind}-{p}", to / f"{prefix}{kind}-{p}")
     shutil.copy(log_dir / RECOVERY_POINTS, to / RECOVERY_POINTS)
+    shutil.copy(log_dir / CLEANER_OFFSETS, to / CLEANER_OFFSETS)
 
 
 # -- the run ---------------------------------------------------------------------------
@@ -526,6 +576,8 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
         create_topics(kafkars.bootstrap_servers, {f"r-{kind}": kind for kind in TOPICS} | k_dest)
         write_data_set(kafka.bootstrap_servers, "k-")
         write_data_set(kafkars.bootstrap_servers, "r-")
+        wait_cleaned(kafka.bootstrap_servers, "k-cleaned")
+        wait_cleaned(kafkars.bootstrap_servers, "r-cleaned")
         source = {
             "kafka": {k: record(kafka.bootstrap_servers, f"k-{k}", k) for k in TOPICS},
             "kafkars": {k: record(kafkars.bootstrap_servers, f"r-{k}", k) for k in TOPICS},
@@ -617,6 +669,11 @@ def test_data_set_shape(run: Run) -> None:
         assert len(served["txn"].consumed["read_uncommitted"]) == 15 + 10 + 5 + 3, side
         compacted = served["compacted"].fetches[(0, 0)]
         assert len(compacted) >= 3, (side, "segments", len(compacted))
+        cleaned = [b for a in served["cleaned"].fetches[(0, 0)] for b in a["batches"]]
+        assert sum(len(b["records"]) for b in cleaned) == CLEANED_RECORDS, side
+        assert cleaned[0]["base_offset"] > 0, (side, "the cleaner kept round 0")
+        assert any(r[3] is None for b in cleaned for r in b["records"]), (side, "tombstone")
+        assert len(served["cleaned"].consumed["read_committed"]) == CLEANED_RECORDS, side
         appendtime = served["appendtime"].fetches[(0, 0)]
         assert {b["timestamp_type"] for a in appendtime for b in a["batches"]} == {"LogAppendTime"}
 
