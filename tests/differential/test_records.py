@@ -11,6 +11,7 @@ from kafkars.server.api_keys import ApiKey
 from .compare import Pair, TopicIdOf
 from .test_topics import make_topic
 
+NOT_LEADER_OR_FOLLOWER = 6
 NO_PRODUCER = {"producer_id": -1, "producer_epoch": -1, "base_sequence": -1}
 
 
@@ -80,9 +81,16 @@ def seed(pair: Pair, topic: str, partitions: int = 1) -> None:
     """`topic` with 5 records in one batch, then 3 compressed ones, on both brokers."""
     make_topic(pair, topic, partitions)
     for records in (batch(5), batch(3, compression="zstd", start=5)):
-        answers = pair.call(ApiKey.PRODUCE, 9, produce(topic, records))
-        for broker, response in answers.items():
-            [part] = response["responses"][0]["partition_responses"]
+        for broker, conn in pair.conns.items():
+            # Kafka's partition may still be becoming leader a moment after Metadata names
+            # it (NOT_LEADER_OR_FOLLOWER): retry that, as a producer does.
+            deadline = time.monotonic() + 30
+            while True:
+                response = conn.call(ApiKey.PRODUCE, 9, produce(topic, records))
+                [part] = response["responses"][0]["partition_responses"]
+                if part["error_code"] != NOT_LEADER_OR_FOLLOWER or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
             assert part["error_code"] == 0, (broker, response)
 
 
