@@ -306,21 +306,44 @@ def test_dump_log_segments_reads_the_broker_segment(target: Target, unique: Uniq
     topic = unique("dump")
     create_topic(target, topic)
     produce(target, topic, [f"payload-{i}" for i in range(5)])
+    # A zstd batch and a committed transaction (its control batch) in the same segment.
+    compressed = Producer({"bootstrap.servers": target.bootstrap_servers,
+                           "compression.type": "zstd"})  # fmt: skip
+    for i in range(20):
+        compressed.produce(topic, value=f"zstd-{i}".encode() * 10, partition=0)
+    assert compressed.flush(30) == 0
+    txn = Producer({"bootstrap.servers": target.bootstrap_servers,
+                    "transactional.id": unique("dump-txn")})  # fmt: skip
+    txn.init_transactions(30)
+    txn.begin_transaction()
+    for i in range(3):
+        txn.produce(topic, value=f"txn-{i}".encode(), partition=0)
+    txn.commit_transaction(30)
     segment = target.log_dir / f"{topic}-0" / "00000000000000000000.log"
     assert segment.exists(), sorted(p.name for p in segment.parent.iterdir())
-    result = target.tool(DUMP_LOG_SEGMENTS, "--files", str(segment), "--print-data-log",
-                         "--deep-iteration")  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    out = result.stdout
+    deadline = time.monotonic() + 10
+    out = ""
+    while "endTxnMarker: COMMIT" not in out and time.monotonic() < deadline:
+        result = target.tool(DUMP_LOG_SEGMENTS, "--files", str(segment), "--print-data-log",
+                             "--deep-iteration")  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        out = result.stdout
     assert f"Dumping {segment}" in out
     for i in range(5):
         assert f"payload: payload-{i}" in out, out
-    assert re.search(r"baseOffset: 0 lastOffset: 4 count: 5", out), out
-    assert "isTransactional: false" in out
+    for i in range(20):
+        assert f"payload: {f'zstd-{i}' * 10}" in out, out
+    batches = [ln for ln in out.splitlines() if ln.startswith("baseOffset:")]
+    assert all("isvalid: true" in b for b in batches), out
+    assert any("compresscodec: zstd" in b for b in batches), out
+    (control,) = [b for b in batches if "isControl: true" in b]
+    assert "isTransactional: true" in control
+    assert "lastOffset: 28 count: 1" in control, control
+    assert "endTxnMarker: COMMIT" in out
     index = segment.with_suffix(".index")
-    if index.exists():
-        dumped = target.tool(DUMP_LOG_SEGMENTS, "--files", str(index))
-        assert dumped.returncode == 0, dumped.stderr
+    verified = target.tool(DUMP_LOG_SEGMENTS, "--files", str(index), "--verify-index-only")
+    assert verified.returncode == 0, verified.stderr
+    assert "Mismatches" not in verified.stdout and "not found" not in verified.stdout, verified
 
 
 @both()
