@@ -11,7 +11,7 @@ JAVA_TESTS_SRC := tests/java/pom.xml $(shell find tests/java/src -name '*.java' 
 
 $(JAVA_TESTS_JAR): $(JAVA_TESTS_SRC)
 	@command -v mvn >/dev/null || { apt-get update -qq && apt-get install -y -qq maven; }
-	mvn -q -B -f tests/java/pom.xml package
+	mvn -q -B -Dstyle.color=never -f tests/java/pom.xml package
 
 java-tests: $(JAVA_TESTS_JAR) ## build the Java ecosystem tests (tests/java, Maven) into tests/java/target
 
