@@ -440,3 +440,37 @@ def test_group_commands_on_a_consumer_protocol_group(target: Target, unique: Uni
         assert re.search(rf"^{group}\s+\S+\s+\(\d+\)\s+uniform\s+Stable\s+1\s*$", state, re.M)
     finally:
         consumer.close()
+
+
+@both()
+def test_config_command_cluster_wide_broker_default(target: Target) -> None:
+    default = ("--entity-type", "brokers", "--entity-default")
+    run(target, CONFIG_COMMAND, "--alter", *default, "--add-config", "log.cleaner.backoff.ms=16000")
+    out = run(target, CONFIG_COMMAND, "--describe", *default).stdout
+    assert (
+        "  log.cleaner.backoff.ms=16000 sensitive=false "
+        "synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.cleaner.backoff.ms=16000}"
+    ) in out.splitlines(), out
+    run(target, CONFIG_COMMAND, "--alter", *default, "--delete-config", "log.cleaner.backoff.ms")
+    assert (
+        "log.cleaner.backoff.ms" not in run(target, CONFIG_COMMAND, "--describe", *default).stdout
+    )
+
+
+@both(
+    kafkars_xfail="kafkars has no group config resources (Kafka 4's consumer.session.timeout.ms "
+    "and friends per group): IncrementalAlterConfigs and DescribeConfigs answer INVALID_REQUEST "
+    "'Unsupported resource type 32'"
+)
+def test_config_command_group_configs(target: Target, unique: Unique) -> None:
+    entity = ("--entity-type", "groups", "--entity-name", unique("config-group"))
+    run(target, CONFIG_COMMAND, "--alter", *entity, "--add-config",
+        "consumer.session.timeout.ms=50000")  # fmt: skip
+    out = run(target, CONFIG_COMMAND, "--describe", *entity).stdout
+    assert "  consumer.session.timeout.ms=50000 sensitive=false" in out, out
+    run(target, CONFIG_COMMAND, "--alter", *entity, "--delete-config",
+        "consumer.session.timeout.ms")  # fmt: skip
+    assert (
+        "consumer.session.timeout.ms"
+        not in run(target, CONFIG_COMMAND, "--describe", *entity).stdout
+    )
