@@ -9,9 +9,10 @@ import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from .support import Target, both
@@ -474,3 +475,71 @@ def test_config_command_group_configs(target: Target, unique: Unique) -> None:
         "consumer.session.timeout.ms"
         not in run(target, CONFIG_COMMAND, "--describe", *entity).stdout
     )
+
+
+VERIFIABLE_PRODUCER = "org.apache.kafka.tools.VerifiableProducer"
+VERIFIABLE_CONSUMER = "org.apache.kafka.tools.VerifiableConsumer"
+MESSAGE_COPIER = "org.apache.kafka.tools.TransactionalMessageCopier"
+
+
+def events(stdout: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+
+
+@both()
+def test_verifiable_producer_consumers_and_transactional_copier(
+    target: Target, unique: Unique
+) -> None:
+    """The tools of Kafka's own system tests: VerifiableProducer, VerifiableConsumer (both
+    group protocols) and TransactionalMessageCopier with random aborts (read_committed
+    output equal to its input partition)."""
+    source, copy = unique("verifiable"), unique("copied")
+    create_topic(target, source)
+    create_topic(target, copy)
+    produced = run(target, VERIFIABLE_PRODUCER, "--topic", source, "--max-messages", "1000",
+                   "--acks", "-1").stdout  # fmt: skip
+    (summary,) = [e for e in events(produced) if e["name"] == "tool_data"]
+    assert (summary["sent"], summary["acked"]) == (1000, 1000)
+    for protocol in ("classic", "consumer"):
+        group = unique(f"verifiable-{protocol}")
+        consumed = run(target, VERIFIABLE_CONSUMER, "--topic", source, "--group-id", group,
+                       "--max-messages", "1000", "--reset-policy", "earliest",
+                       "--group-protocol", protocol).stdout  # fmt: skip
+        seen = events(consumed)
+        assert sum(e["count"] for e in seen if e["name"] == "records_consumed") == 1000
+        commits = [e for e in seen if e["name"] == "offsets_committed"]
+        assert commits and all(e["success"] for e in commits), commits
+        assert seen[-1]["name"] == "shutdown_complete"
+    result = target.tool(MESSAGE_COPIER, "--broker-list", target.bootstrap_servers,
+                         "--input-topic", source, "--input-partition", "0",
+                         "--output-topic", copy, "--transactional-id", unique("copier"),
+                         "--consumer-group", unique("copier-group"), "--transaction-size", "50",
+                         "--enable-random-aborts", "--use-group-metadata")  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    # {"stage": "ShutdownComplete", "totalProcessed": N, "remaining": 0, ...} last.
+    last = events(result.stdout)[-1]
+    assert (last["stage"], last["totalProcessed"], last["remaining"]) == (
+        "ShutdownComplete",
+        1000,
+        0,
+    ), result.stdout[-2000:]
+    read = {"bootstrap.servers": target.bootstrap_servers, "group.id": unique("reader"),
+            "isolation.level": "read_committed", "enable.auto.commit": False}  # fmt: skip
+    values: dict[str, list[bytes | None]] = {}
+    for topic in (source, copy):
+        consumer = Consumer(read)
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        got: list[bytes | None] = []
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None:
+                if got:
+                    break
+                continue
+            assert message.error() is None, message.error()
+            got.append(message.value())
+        consumer.close()
+        values[topic] = got
+    assert len(values[source]) == 1000
+    assert values[copy] == values[source]
