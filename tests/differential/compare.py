@@ -115,6 +115,12 @@ def supported_versions(bootstrap: str) -> dict[int, tuple[int, int]]:
     return {k["api_key"]: (k["min_version"], k["max_version"]) for k in response["api_keys"]}
 
 
+def _tmp_path(match: re.Match[str]) -> str:
+    """A temporary path, keeping the name of a JBOD dir (`jbod-a`) the tests chose."""
+    name = match.group(0).rstrip("/").rsplit("/", 1)[-1]
+    return f"<tmp>/{name}" if name.startswith("jbod-") else "<tmp>"
+
+
 class Normalizer:
     """Maps one broker's generated ids to placeholders in order of appearance."""
 
@@ -163,7 +169,7 @@ class Normalizer:
         if isinstance(value, bytes):
             return value.hex()
         if isinstance(value, str):
-            return _TMP.sub("<tmp>", _PORT.sub(r"\1:<port>", value))
+            return _TMP.sub(_tmp_path, _PORT.sub(r"\1:<port>", value))
         return value
 
 
@@ -207,6 +213,7 @@ ELEMENT_KEYS = (
     "group_id",
     "transactional_id",
     "resource_name",
+    "log_dir",
     "user",
     "node_id",
     "broker_id",
