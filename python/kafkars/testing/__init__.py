@@ -5,7 +5,18 @@ Other projects get the `kafka_broker` fixture by installing kafkars (the pytest 
 registered through an entry point).
 """
 
+from typing import Any
+
 from kafkars.broker import Broker
-from kafkars.testing.reference_kafka import ReferenceKafka
 
 __all__ = ["Broker", "ReferenceKafka"]
+
+
+def __getattr__(name: str) -> Any:
+    # Imported on first use, so `python -m kafkars.testing.reference_kafka` runs the
+    # module once (not also as this package's attribute).
+    if name == "ReferenceKafka":
+        from kafkars.testing.reference_kafka import ReferenceKafka
+
+        return ReferenceKafka
+    raise AttributeError(name)
