@@ -364,13 +364,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--zookeeper", help="ZooKeeper connect string (3.x: ZooKeeper mode)")
     parser.add_argument("--resolve-only", action="store_true", help="fetch the jars and exit")
     args = parser.parse_args(argv)
-    if args.resolve_only:
-        print(resolve(args.version))
-        return
-    with ReferenceKafka(version=args.version, zookeeper=args.zookeeper) as kafka:
-        print(f"Apache Kafka {kafka.version} on {kafka.bootstrap_servers} ({kafka.data_dir})")
-        with contextlib.suppress(KeyboardInterrupt):
-            signal.pause()
+    try:
+        if args.resolve_only:
+            print(resolve(args.version))
+            return
+        with ReferenceKafka(version=args.version, zookeeper=args.zookeeper) as kafka:
+            print(f"Apache Kafka {kafka.version} on {kafka.bootstrap_servers} ({kafka.data_dir})")
+            with contextlib.suppress(KeyboardInterrupt):
+                signal.pause()
+    except (RuntimeError, TimeoutError, ValueError) as e:
+        # A missing Maven, an unknown version or a broker that would not start: one line.
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise SystemExit(f"reference-kafka: {first}") from None
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from kafkars.assignors import decode_assignment, decode_subscription, encode_assignment
 from kafkars.coordinator.clock import SYSTEM_TIME, Time
 from kafkars.coordinator.group import consumer_group_records as records
+from kafkars.coordinator.group.classic_responses import join_error, sync_error
 from kafkars.coordinator.group.delayed import DelayedTimeout
 from kafkars.coordinator.group.server_assignors import TopicPartition, range_assign, uniform_assign
 from kafkars.server.errors import Errors
@@ -1134,9 +1135,9 @@ class ConsumerGroupCoordinator:
                 member_id = str(uuid.uuid4())
             member = group.members.get(member_id)
             if member is None and len(group.members) >= self.config.max_size:
-                return _join_error(member_id, Errors.GROUP_MAX_SIZE_REACHED)
+                return join_error(member_id, Errors.GROUP_MAX_SIZE_REACHED)
             if not self._supports(group, protocol_type, protocols):
-                return _join_error(member_id, Errors.INCONSISTENT_GROUP_PROTOCOL)
+                return join_error(member_id, Errors.INCONSISTENT_GROUP_PROTOCOL)
             if unknown and require_known_member_id and instance_id is None:
                 log.info(
                     "Dynamic member with unknown member id joins consumer group %s: "
@@ -1144,25 +1145,25 @@ class ConsumerGroupCoordinator:
                     group_id,
                     member_id,
                 )
-                return _join_error(member_id, Errors.MEMBER_ID_REQUIRED)
+                return join_error(member_id, Errors.MEMBER_ID_REQUIRED)
             try:
                 sub = decode_subscription(protocols[0][1])
             except Exception:
-                return _join_error(member_id, Errors.INCONSISTENT_GROUP_PROTOCOL)
+                return join_error(member_id, Errors.INCONSISTENT_GROUP_PROTOCOL)
             epoch_before = group.group_epoch
             if instance_id is not None:
                 previous = group.static_member(instance_id)
                 if previous is not None and previous.member_id != member_id:
                     if not unknown:
-                        return _join_error(member_id, Errors.FENCED_INSTANCE_ID)
+                        return join_error(member_id, Errors.FENCED_INSTANCE_ID)
                     previous.left_epoch = previous.member_epoch
                     member = self._replace_static(group, previous, member_id)
                 elif previous is None and not unknown and member is None:
-                    return _join_error(member_id, Errors.UNKNOWN_MEMBER_ID)
+                    return join_error(member_id, Errors.UNKNOWN_MEMBER_ID)
             if member is None:
                 member = self._join(group, member_id)
             elif member.classic is None:
-                return _join_error(member_id, Errors.UNKNOWN_MEMBER_ID)
+                return join_error(member_id, Errors.UNKNOWN_MEMBER_ID)
             member.classic = ClassicMembership(session_timeout_ms, list(protocols))
             member.client_id, member.client_host = client_id, client_host
             self._update_subscription(
@@ -1262,20 +1263,20 @@ class ConsumerGroupCoordinator:
                 return None
             found = self._classic_member(group, member_id, instance_id)
             if isinstance(found, Errors):
-                return _sync_error(found)
+                return sync_error(found)
             member = found
             assert member.classic is not None
             if generation_id != member.member_epoch:
-                return _sync_error(Errors.ILLEGAL_GENERATION)
+                return sync_error(Errors.ILLEGAL_GENERATION)
             if (protocol_type is not None and protocol_type != CONSUMER_PROTOCOL_TYPE) or (
                 protocol_name is not None and protocol_name != member.classic.protocol_name
             ):
-                return _sync_error(Errors.INCONSISTENT_GROUP_PROTOCOL)
+                return sync_error(Errors.INCONSISTENT_GROUP_PROTOCOL)
             if group.group_epoch > member.member_epoch and not member.revoking:
                 scheduled.append(
                     self._classic_deadline(group, member, "join", member.rebalance_timeout_ms)
                 )
-                return _sync_error(Errors.REBALANCE_IN_PROGRESS)
+                return sync_error(Errors.REBALANCE_IN_PROGRESS)
             if member.classic_pending == "sync":
                 member.classic_pending = None
             member.last_heartbeat = self.time.monotonic()
@@ -1402,28 +1403,6 @@ class ConsumerGroupCoordinator:
                 "members": members,
                 "authorized_operations": -2147483648,
             }
-
-
-def _join_error(member_id: str, error: Errors) -> dict[str, Any]:
-    return {
-        "error_code": int(error),
-        "generation_id": -1,
-        "protocol_type": None,
-        "protocol_name": None,
-        "leader": "",
-        "skip_assignment": False,
-        "member_id": member_id,
-        "members": [],
-    }
-
-
-def _sync_error(error: Errors) -> dict[str, Any]:
-    return {
-        "error_code": int(error),
-        "protocol_type": None,
-        "protocol_name": None,
-        "assignment": b"",
-    }
 
 
 def _uuid(value: Any) -> uuid.UUID:

@@ -18,6 +18,7 @@ from typing import Any
 
 from kafkars.assignors import decode_assignment, encode_assignment
 from kafkars.coordinator.clock import SYSTEM_TIME, Time
+from kafkars.coordinator.group.classic_responses import join_error, sync_error
 from kafkars.coordinator.group.consumer_group import ClassicMemberSnapshot, ConsumerGroupCoordinator
 from kafkars.coordinator.group.delayed import DelayedJoin, DelayedTimeout, InitialDelayedJoin
 from kafkars.coordinator.group.group_metadata import (
@@ -64,28 +65,6 @@ class GroupConfig:
             offsets_retention_ms=int(get("offsets.retention.minutes")) * 60 * 1000,
             offsets_retention_check_interval_ms=int(get("offsets.retention.check.interval.ms")),
         )
-
-
-def join_error(member_id: str, error: Errors) -> dict[str, Any]:
-    return {
-        "error_code": int(error),
-        "generation_id": -1,
-        "protocol_type": None,
-        "protocol_name": None,
-        "leader": "",
-        "skip_assignment": False,
-        "member_id": member_id,
-        "members": [],
-    }
-
-
-def sync_error(error: Errors) -> dict[str, Any]:
-    return {
-        "error_code": int(error),
-        "protocol_type": None,
-        "protocol_name": None,
-        "assignment": b"",
-    }
 
 
 class GroupCoordinator:
