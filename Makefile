@@ -62,6 +62,7 @@ lint: venv ## cargo fmt, clippy -D warnings, ruff, mypy, stubtest of kafkars._co
 	$(VENV)/bin/mypy
 	$(PY) -m mypy.stubtest kafkars._core
 	$(PY) rust/kafkars-python/gen/gen_protocol_bridge.py --check
+	$(PY) rust/kafkars-python/gen/gen_vocabulary.py --check
 
 fmt: venv ## format Rust and Python sources
 	cargo fmt --all

@@ -15,7 +15,6 @@ __all__ = [
     "stop_rust_logging",
     "KafkarsError",
     "CorruptRecordError",
-    "LogError",
     "Record",
     "RecordBatch",
     "decode_batches",
@@ -40,9 +39,6 @@ __all__ = [
 class KafkarsError(Exception): ...
 
 class CorruptRecordError(KafkarsError):
-    """args: (kafka_error_code, message)"""
-
-class LogError(KafkarsError):
     """args: (kafka_error_code, message)"""
 
 # -- record batches ----------------------------------------------------------------------

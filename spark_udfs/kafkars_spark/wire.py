@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafkars import _core
-from kafkars.server.errors import Errors
+from kafkars.protocol import Errors
 
 EARLIEST = -2
 LATEST = -1

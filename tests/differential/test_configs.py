@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafkars.server.api_keys import ApiKey
+from kafkars.protocol import ApiKey
 
 from .compare import Pair
 from .test_records import seed

@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from kafkars import _core
-from kafkars.server.api_keys import ApiKey
+from kafkars.protocol import ApiKey
 
 from .compare import Pair
 from .test_records import seed

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from kafkars.broker import Broker
-from kafkars.server.api_keys import ApiKey
+from kafkars.protocol import ApiKey
 from kafkars.testing.reference_kafka import ReferenceKafka
 
 from .compare import Pair, Report

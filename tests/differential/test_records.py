@@ -6,7 +6,7 @@ import time
 from typing import Any
 
 from kafkars import _core
-from kafkars.server.api_keys import ApiKey
+from kafkars.protocol import ApiKey
 
 from .compare import Pair, TopicIdOf
 from .test_topics import make_topic

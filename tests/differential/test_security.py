@@ -15,7 +15,7 @@ import pytest
 
 from kafkars import _core
 from kafkars.broker import Broker
-from kafkars.server.api_keys import ApiKey
+from kafkars.protocol import ApiKey
 from kafkars.testing.reference_kafka import ReferenceKafka
 
 from .compare import Connection, Pair, Report

@@ -7,7 +7,7 @@ import time
 import uuid
 from typing import Any
 
-from kafkars.server.api_keys import ApiKey
+from kafkars.protocol import ApiKey
 
 from .compare import Pair
 from .known import AUTO_CREATED_TOPIC

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from kafkars.server.api_keys import ApiKey
+from kafkars.protocol import ApiKey
 
 from .compare import Pair
 from .test_groups import find_coordinator

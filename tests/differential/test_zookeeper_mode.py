@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from kafkars.broker import Broker
-from kafkars.server.api_keys import ApiKey
+from kafkars.protocol import ApiKey
 from kafkars.testing.reference_kafka import ZOOKEEPER_VERSION, ReferenceKafka
 from kafkars.testing.zookeeper import ZooKeeperServer
 

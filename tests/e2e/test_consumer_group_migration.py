@@ -23,7 +23,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafkars import _core
 from kafkars.broker import Broker
-from kafkars.server.errors import Errors
+from kafkars.protocol import Errors
 from kafkars.testing.reference_kafka import ReferenceKafka
 
 CONFIG: dict[str, Any] = {

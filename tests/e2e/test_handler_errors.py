@@ -25,7 +25,7 @@ from raw_client import RawConnection
 
 from kafkars import _core
 from kafkars.broker import Broker
-from kafkars.server.api_keys import ApiKey
+from kafkars.protocol import ApiKey
 from kafkars.server.kafka_apis import HANDLERS
 
 

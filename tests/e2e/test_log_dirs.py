@@ -14,8 +14,7 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafkars.broker import Broker
-from kafkars.server.api_keys import ApiKey
-from kafkars.server.errors import Errors
+from kafkars.protocol import ApiKey, Errors
 from kafkars.tools.log_dirs import alter_replica_log_dirs, describe_log_dirs
 
 RECORDS = 3000

@@ -8,8 +8,7 @@ from confluent_kafka import Producer
 from raw_client import CodecConnection
 
 from kafkars.broker import Broker
-from kafkars.server.api_keys import ApiKey
-from kafkars.server.errors import Errors
+from kafkars.protocol import ApiKey, Errors
 
 
 def epoch_end(conn: CodecConnection, topic: str, partition: int, **fields: int) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from typing import Any
 
 from kafkars import _core
 from kafkars.broker import Broker
-from kafkars.server.api_keys import ApiKey
+from kafkars.protocol import ApiKey
 
 
 def metadata_round_trip(sock: socket.socket, correlation: int) -> float:

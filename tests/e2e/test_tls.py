@@ -15,7 +15,7 @@ from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafkars.broker import Broker
-from kafkars.server.api_keys import ApiKey
+from kafkars.protocol import ApiKey
 
 
 def openssl(*args: str, cwd: Path) -> None:

@@ -7,8 +7,8 @@ import logging
 import pytest
 
 from kafkars.config import ConfigException
+from kafkars.protocol import Errors, KafkaError
 from kafkars.server import broker_loggers
-from kafkars.server.errors import Errors, KafkaError
 
 
 def test_resource_must_name_this_broker() -> None:

@@ -11,7 +11,7 @@ from kafkars.coordinator.group.consumer_group import (
     range_assign,
     uniform_assign,
 )
-from kafkars.server.errors import Errors
+from kafkars.protocol import Errors
 
 
 class Topics:

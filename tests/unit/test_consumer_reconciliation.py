@@ -11,7 +11,7 @@ from kafkars.coordinator.clock import MockTime
 from kafkars.coordinator.group.consumer_group import ConsumerGroupConfig, ConsumerGroupCoordinator
 from kafkars.coordinator.group.delayed import DelayedTimeout
 from kafkars.coordinator.group.server_assignors import range_assign, uniform_assign
-from kafkars.server.errors import Errors
+from kafkars.protocol import Errors
 
 
 class Topics:

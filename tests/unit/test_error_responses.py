@@ -17,9 +17,9 @@ from kafka.protocol.api_message import ApiMessage
 
 from kafkars import _core
 from kafkars.config import ConfigException
-from kafkars.server.api_keys import ApiKey, advertised_versions
+from kafkars.protocol import ApiKey, Errors, KafkaError
+from kafkars.server.api_keys import advertised_versions
 from kafkars.server.error_responses import ERROR_RESPONSES, error_for, error_response
-from kafkars.server.errors import Errors, KafkaError
 from kafkars.server.kafka_apis import HANDLERS, codec_version_ranges
 
 ADVERTISED = advertised_versions(set(HANDLERS), codec_version_ranges())

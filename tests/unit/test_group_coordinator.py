@@ -23,7 +23,7 @@ from kafkars.coordinator.group.records import (
     read_key,
     read_offset_commit_value,
 )
-from kafkars.server.errors import Errors
+from kafkars.protocol import Errors
 
 G = "group"
 PROTOCOLS = [("range", b"sub-range"), ("roundrobin", b"sub-rr")]

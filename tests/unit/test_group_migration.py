@@ -19,7 +19,7 @@ from kafkars.coordinator.group import GroupCoordinator, GroupState
 from kafkars.coordinator.group import consumer_group_records as records
 from kafkars.coordinator.group.consumer_group import ConsumerGroupConfig, ConsumerGroupCoordinator
 from kafkars.coordinator.group.group_coordinator import GroupConfig
-from kafkars.server.errors import Errors
+from kafkars.protocol import Errors
 
 G = "g"
 

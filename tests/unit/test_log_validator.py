@@ -6,7 +6,7 @@ import pytest
 
 from kafkars import _core
 from kafkars.config import KafkaConfig, LogConfig
-from kafkars.server.errors import Errors, RecordValidationError
+from kafkars.protocol import Errors, RecordValidationError
 from kafkars.server.log_validator import TimestampLimits
 
 BROKER = KafkaConfig.from_dict({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": "/tmp/x"})

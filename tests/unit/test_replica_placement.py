@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafkars.controller.replica_placement import assign_replicas, rack_alternated_brokers
-from kafkars.server.errors import Errors, KafkaError
+from kafkars.protocol import Errors, KafkaError
 
 
 @st.composite

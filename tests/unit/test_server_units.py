@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from kafkars.server.api_keys import KAFKA_4_0_VERSIONS, ApiKey, advertised_versions
-from kafkars.server.errors import Errors, KafkaError
+from kafkars.protocol import ApiKey, Errors, KafkaError
+from kafkars.server.api_keys import KAFKA_4_0_VERSIONS, advertised_versions
 from kafkars.server.kafka_apis import HANDLERS, codec_version_ranges
 from kafkars.server.kafka_server import resolve_identity
 from kafkars.server.metadata import MetadataStore, validate_topic_name

@@ -11,6 +11,7 @@ import pytest
 
 from kafkars import _core, codec
 from kafkars.log import LogDir
+from kafkars.protocol import KafkaError
 
 SMALL_SEGMENTS = {"segment_bytes": 4096, "index_interval_bytes": 512}
 
@@ -51,7 +52,7 @@ def test_append_read_and_lookups(tmp_path: Path) -> None:
     assert log.fetch_offset_by_timestamp(1105)[0] == 105
     assert log.fetch_offset_by_timestamp(-2)[0] == 0
     assert log.fetch_offset_by_timestamp(-1)[0] == 200
-    with pytest.raises(_core.LogError) as err:
+    with pytest.raises(KafkaError) as err:
         log.read(500, 100, 200, True)
     assert err.value.args[0] == 1  # OFFSET_OUT_OF_RANGE
     manager.shutdown()
@@ -78,15 +79,15 @@ def test_bad_batches_get_kafka_error_codes(tmp_path: Path) -> None:
     log = partition.log
     corrupt = bytearray(codec.build_batch([(b"k", b"v" * 50, 1, [])]))
     corrupt[-1] ^= 1
-    with pytest.raises(_core.LogError) as err:
+    with pytest.raises(KafkaError) as err:
         partition.append_records_to_leader(_core.RecordSet(bytes(corrupt)), 1)
     assert err.value.args[0] == 2  # CORRUPT_MESSAGE
-    with pytest.raises(_core.LogError) as err:
+    with pytest.raises(KafkaError) as err:
         partition.append_records_to_leader(batch(1, 10, size=200), 1)
     assert err.value.args[0] == 10  # MESSAGE_TOO_LARGE
     compacted_partition = lead(manager, "c", {"compacted": True})
     keyless = _core.RecordSet(codec.build_batch([(None, b"v", 1, [])]))
-    with pytest.raises(_core.LogError) as err:
+    with pytest.raises(KafkaError) as err:
         compacted_partition.append_records_to_leader(keyless, 1)
     assert err.value.args[0] == 87  # INVALID_RECORD
     assert log.log_end_offset == 0
@@ -126,9 +127,9 @@ def test_clean_restart_and_unclean_recovery(tmp_path: Path) -> None:
 
 def test_second_manager_on_a_dir_is_refused(tmp_path: Path) -> None:
     first = open_manager(tmp_path)
-    with pytest.raises(_core.LogError):
+    with pytest.raises(KafkaError):
         _core.LogManager([str(tmp_path)], 1, "test-cluster")
-    with pytest.raises(_core.LogError, match="broker.id"):
+    with pytest.raises(KafkaError, match="broker.id"):
         first.shutdown()
         _core.LogManager([str(tmp_path)], 2, "test-cluster")
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+from kafkars.protocol import ApiKey, Errors
 from kafkars.security.authorization import required
 from kafkars.security.authorizer import AclOperation as Op
 from kafkars.security.authorizer import ResourceType as Res
-from kafkars.server.api_keys import ApiKey
-from kafkars.server.errors import Errors
 
 
 def needs(key: ApiKey, body: dict[str, object]) -> list[tuple[Op, Res, str, Errors]]:

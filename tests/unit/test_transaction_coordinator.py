@@ -19,7 +19,7 @@ from kafkars.coordinator.transaction.transaction_metadata import (
     IllegalTransactionStateError,
 )
 from kafkars.coordinator.transaction.transaction_state_manager import TransactionStore
-from kafkars.server.errors import Errors
+from kafkars.protocol import Errors
 
 S = TransactionState
 TIMEOUT = 60_000

@@ -8,7 +8,7 @@ from kafkars.coordinator.group import GroupCoordinator
 from kafkars.coordinator.group.group_coordinator import GroupConfig
 from kafkars.coordinator.group.group_metadata import OffsetAndMetadata
 from kafkars.coordinator.group.group_metadata_manager import GroupStore
-from kafkars.server.errors import Errors
+from kafkars.protocol import Errors
 
 
 class RecordingStore(GroupStore):

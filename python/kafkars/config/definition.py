@@ -16,14 +16,14 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from kafkars.server.errors import Errors
+from kafkars.protocol import Errors
 
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 SHORT_MIN, SHORT_MAX = -(2**15), 2**15 - 1
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 DOUBLE_MAX = 1.7976931348623157e308
 
-# Kafka error codes a config failure maps to (from the one table, kafkars.server.errors).
+# Kafka error codes a config failure maps to (from the one table, kafkars.protocol).
 INVALID_CONFIG = int(Errors.INVALID_CONFIG)
 INVALID_REQUEST = int(Errors.INVALID_REQUEST)
 

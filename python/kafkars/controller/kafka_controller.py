@@ -36,24 +36,17 @@ from kafkars.controller.reassignment import (
     leader_after,
     plan,
 )
+from kafkars.protocol import ApiKey, Errors
 from kafkars.security.client_auth import PLAINTEXT, ClientSecurity
 from kafkars.zk.kafka_zk_client import ControllerMovedError, KafkaZkClient
 from kafkars.zk.zk_data import BrokerInfo, LeaderIsrAndControllerEpoch, TopicAssignment
 
 log = logging.getLogger("kafkars.controller.KafkaController")
 
-LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA = 4, 5, 6
 LEADER_AND_ISR_VERSION, STOP_REPLICA_VERSION, UPDATE_METADATA_VERSION = 5, 3, 7
 NO_LEADER = -1
 # The leader Kafka sends in UpdateMetadata for a partition being deleted.
 LEADER_DURING_DELETE = -2
-# Error codes the controller answers with.
-UNKNOWN_TOPIC_OR_PARTITION = 3
-NOT_CONTROLLER = 41
-PREFERRED_LEADER_NOT_AVAILABLE = 80
-ELIGIBLE_LEADERS_NOT_AVAILABLE = 83
-ELECTION_NOT_NEEDED = 84
-INVALID_REPLICATION_FACTOR = 38
 SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 
 TopicPartition = tuple[str, int]
@@ -278,12 +271,12 @@ class KafkaController:
             self._on_controlled_shutdown(event)
         elif isinstance(event, ElectLeaders):
             if not self.active:
-                event.reply({tp: NOT_CONTROLLER for tp in event.partitions or []})
+                event.reply({tp: Errors.NOT_CONTROLLER for tp in event.partitions or []})
             else:
                 event.reply(self._elect_leaders(event.partitions, event.unclean))
         elif isinstance(event, AlterReassignments):
             if not self.active:
-                event.reply({tp: (NOT_CONTROLLER, None) for tp in event.reassignments})
+                event.reply({tp: (Errors.NOT_CONTROLLER, None) for tp in event.reassignments})
             else:
                 event.reply(
                     {
@@ -536,7 +529,7 @@ class KafkaController:
     # -- controlled shutdown ------------------------------------------------------------------
     def _on_controlled_shutdown(self, event: ControlledShutdown) -> None:
         if not self.active:
-            event.reply(NOT_CONTROLLER, [])
+            event.reply(Errors.NOT_CONTROLLER, [])
             return
         if event.broker_id not in self.ctx.live:
             event.reply(15, [])  # BROKER_NOT_AVAILABLE
@@ -583,24 +576,24 @@ class KafkaController:
         for tp in partitions if partitions is not None else self.ctx.partitions():
             state = self.ctx.states.get(tp)
             if state is None:
-                results[tp] = UNKNOWN_TOPIC_OR_PARTITION
+                results[tp] = Errors.UNKNOWN_TOPIC_OR_PARTITION
                 continue
             replicas = self.ctx.replicas(tp)
             if unclean:
                 if state.leader in live:
-                    results[tp] = ELECTION_NOT_NEEDED
+                    results[tp] = Errors.ELECTION_NOT_NEEDED
                     continue
                 choice = offline_partition_leader(replicas, state.isr, live, True)
                 if choice is None:
-                    results[tp] = ELIGIBLE_LEADERS_NOT_AVAILABLE
+                    results[tp] = Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE
                     continue
             else:
                 if replicas and state.leader == replicas[0]:
-                    results[tp] = ELECTION_NOT_NEEDED
+                    results[tp] = Errors.ELECTION_NOT_NEEDED
                     continue
                 choice = preferred_replica_leader(replicas, state.isr, live)
                 if choice is None:
-                    results[tp] = PREFERRED_LEADER_NOT_AVAILABLE
+                    results[tp] = Errors.PREFERRED_LEADER_NOT_AVAILABLE
                     continue
             self._write_state(tp, choice[0], choice[1])
             changed.append(tp)
@@ -646,7 +639,7 @@ class KafkaController:
         """Starts (or cancels, target None) the reassignment of `tp`; returns the error code
         and message for the partition."""
         if tp not in self.ctx.states or tp[0] not in self.ctx.assignments:
-            return UNKNOWN_TOPIC_OR_PARTITION, None
+            return Errors.UNKNOWN_TOPIC_OR_PARTITION, None
         current = self.ctx.assignment(tp)
         if target is None:
             if not (current.adding or current.removing):
@@ -657,7 +650,7 @@ class KafkaController:
             if why is not None:
                 return INVALID_REPLICA_ASSIGNMENT, why
             if not allow_rf_change and len(target) != len(current.original):
-                return INVALID_REPLICATION_FACTOR, (
+                return Errors.INVALID_REPLICATION_FACTOR, (
                     f"The replication factor is changed from {len(current.original)} "
                     f"to {len(target)}"
                 )
@@ -867,7 +860,7 @@ class KafkaController:
             ],
             "live_leaders": live_leaders,
         }
-        self.channel.send(broker, LEADER_AND_ISR, LEADER_AND_ISR_VERSION, body)
+        self.channel.send(broker, ApiKey.LEADER_AND_ISR, LEADER_AND_ISR_VERSION, body)
 
     def _send_update_metadata(
         self, brokers: list[int], partitions: list[TopicPartition], *, deleting: bool = False
@@ -920,7 +913,7 @@ class KafkaController:
             ],
         }
         for broker in brokers:
-            self.channel.send(broker, UPDATE_METADATA, UPDATE_METADATA_VERSION, body)
+            self.channel.send(broker, ApiKey.UPDATE_METADATA, UPDATE_METADATA_VERSION, body)
 
     def _send_stop_replica(
         self, broker: int, partitions: list[TopicPartition], *, delete: bool
@@ -941,7 +934,7 @@ class KafkaController:
             "broker_epoch": -1,
             "topic_states": [{"topic_name": t, "partition_states": s} for t, s in topics.items()],
         }
-        self.channel.send(broker, STOP_REPLICA, STOP_REPLICA_VERSION, body)
+        self.channel.send(broker, ApiKey.STOP_REPLICA, STOP_REPLICA_VERSION, body)
 
     def _topic_id(self, topic: str) -> uuid.UUID:
         assignment = self.ctx.assignments.get(topic)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafkars.server.errors import Errors, KafkaError
+from kafkars.protocol import Errors, KafkaError
 from kafkars.server.replica_manager import ReplicaManager
 
 # What the append's error becomes for the coordinator's client (Kafka's mapping in

@@ -17,9 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from kafkars.protocol import ApiKey, Errors
 from kafkars.security.authorizer import AclAuthorizer, AclOperation, ResourceType
-from kafkars.server.api_keys import ApiKey
-from kafkars.server.errors import Errors
 
 CLUSTER_NAME = "kafka-cluster"
 Op, Res = AclOperation, ResourceType

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 
 from kafkars.config import ConfigException
 from kafkars.config.alter import AlterOp
-from kafkars.server.errors import Errors, KafkaError
+from kafkars.protocol import Errors, KafkaError
 
 log = logging.getLogger("kafkars.server.BrokerLoggers")
 

@@ -104,9 +104,7 @@ def main(
         # Most start-up failures are a setting or a path of the user's: one line; the
         # traceback is there for --log-level DEBUG.
         log = logging.getLogger("kafkars.server")
-        # The Rust core's errors carry (error code, message).
-        message = e.args[1] if len(e.args) == 2 and isinstance(e.args[0], int) else str(e)
-        log.error("Fatal error during start-up: %s", message)
+        log.error("Fatal error during start-up: %s", e)
         log.debug("Start-up failure", exc_info=True)
         server.shutdown()
         raise SystemExit(1) from None

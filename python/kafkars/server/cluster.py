@@ -19,9 +19,9 @@ from kazoo.exceptions import BadVersionError
 
 from kafkars.controller import KafkaController
 from kafkars.controller.channel_manager import call_broker
+from kafkars.protocol import Errors
 from kafkars.security.client_auth import PLAINTEXT, ClientSecurity
 from kafkars.server.dynamic_config import DynamicBrokerConfig
-from kafkars.server.errors import Errors
 from kafkars.server.replica_manager import ReplicaManager
 from kafkars.server.txn_verification import TransactionVerifier
 from kafkars.server.zk_metadata_cache import ZkMetadataCache

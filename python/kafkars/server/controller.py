@@ -12,10 +12,9 @@ from __future__ import annotations
 import logging
 from typing import Protocol
 
-from kafkars import _core
 from kafkars.config import KafkaConfig, LogConfig
+from kafkars.protocol import Errors, KafkaError
 from kafkars.server.dynamic_config import DynamicBrokerConfig
-from kafkars.server.errors import Errors, KafkaError
 from kafkars.server.metadata import MetadataStore, TopicMetadata
 from kafkars.server.replica_manager import ReplicaManager
 
@@ -93,13 +92,13 @@ class LocalController:
         topic = self._store.create(name, partitions, 1, configs)
         try:
             self._become_leader(topic)
-        except _core.LogError as e:
+        except KafkaError as e:
             # Out of file descriptors or disk: no half-made topic stays behind. The logs
             # go first, which frees what the metadata write needs.
             self._replica_manager.remove_topic(name)
             self._store.delete(name)
             raise KafkaError(
-                Errors.KAFKA_STORAGE_ERROR, f"cannot create the logs of {name}: {e.args[-1]}"
+                Errors.KAFKA_STORAGE_ERROR, f"cannot create the logs of {name}: {e}"
             ) from None
         log.info("Created topic %s with %d partition(s), id %s", name, partitions, topic.topic_id)
         return topic
@@ -120,12 +119,12 @@ class LocalController:
         self._store.set_partitions(name, count)
         try:
             self._become_leader(topic)
-        except _core.LogError as e:
+        except KafkaError as e:
             for index in range(before, count):
                 self._replica_manager.remove_partition(name, index)
             self._store.set_partitions(name, before)
             raise KafkaError(
-                Errors.KAFKA_STORAGE_ERROR, f"cannot create the logs of {name}: {e.args[-1]}"
+                Errors.KAFKA_STORAGE_ERROR, f"cannot create the logs of {name}: {e}"
             ) from None
 
     def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:

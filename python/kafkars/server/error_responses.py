@@ -14,8 +14,7 @@ from typing import Any
 
 from kafkars import _core
 from kafkars.config import ConfigException
-from kafkars.server.api_keys import ApiKey
-from kafkars.server.errors import Errors, KafkaError
+from kafkars.protocol import ApiKey, Errors, KafkaError
 
 log = logging.getLogger("kafkars.server.KafkaApis")
 
@@ -35,10 +34,6 @@ def error_for(exc: BaseException) -> tuple[Errors, str | None]:
         return Errors(exc.error_code), str(exc)
     if isinstance(exc, _core.CorruptRecordError):
         return Errors.CORRUPT_MESSAGE, str(exc)
-    if isinstance(exc, _core.LogError) and len(exc.args) >= 2:
-        code = exc.args[0]
-        if isinstance(code, int) and code in Errors._value2member_map_:
-            return Errors(code), str(exc.args[1])
     return Errors.UNKNOWN_SERVER_ERROR, None
 
 

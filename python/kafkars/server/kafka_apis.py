@@ -15,8 +15,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kafkars import _core
+from kafkars.protocol import ApiKey, Errors, code_description
 from kafkars.security.authorization import first_denial, required
-from kafkars.server.api_keys import ApiKey, advertised_versions
+from kafkars.server.api_keys import advertised_versions
 from kafkars.server.apis import (
     acls,
     cluster,
@@ -38,7 +39,6 @@ from kafkars.server.apis import (
     versions,
 )
 from kafkars.server.error_responses import error_response, respond_with_error
-from kafkars.server.errors import Errors, code_description
 from kafkars.server.quota_manager import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE
 
 if TYPE_CHECKING:

@@ -33,6 +33,7 @@ from kafkars.coordinator.transaction.transaction_state_manager import (
     TransactionStateManager,
 )
 from kafkars.log import read_properties
+from kafkars.protocol import Errors, KafkaError
 from kafkars.security.authorizer import build_authorizer
 from kafkars.security.client_auth import PLAINTEXT
 from kafkars.security.inter_broker import fetcher_security, inter_broker_security
@@ -41,7 +42,6 @@ from kafkars.security.scram import ScramCredentialStore
 from kafkars.server.cluster import ClusterMember, request_controlled_shutdown
 from kafkars.server.controller import Controller, LocalController
 from kafkars.server.dynamic_config import DynamicBrokerConfig
-from kafkars.server.errors import Errors, KafkaError
 from kafkars.server.kafka_apis import KafkaApis
 from kafkars.server.log_tasks import schedule_log_tasks
 from kafkars.server.metadata import METADATA_FILE, MetadataStore
@@ -188,8 +188,8 @@ class KafkaServer:
         self.dynamic_config.add_validator(self._reload_listener_certificates)
         try:
             self.log_manager = _core.LogManager(dirs, self.broker_id, self.cluster_id)
-        except _core.LogError as e:
-            raise StartupError(f"log.dirs: {e.args[-1]}") from e
+        except KafkaError as e:
+            raise StartupError(f"log.dirs: {e}") from e
         try:
             report = self.log_manager.load_logs(
                 int(self.config.get("num.recovery.threads.per.data.dir")),
@@ -199,9 +199,9 @@ class KafkaServer:
                     for topic in self.metadata.topics()
                 },
             )
-        except _core.LogError as e:
+        except KafkaError as e:
             # A file recovery cannot repair (Kafka fails the log dir, so the broker stops).
-            raise StartupError(f"log.dirs: {e.args[-1]}") from e
+            raise StartupError(f"log.dirs: {e}") from e
         t = step("log manager", t)
         log.info(
             "Loaded %d partition(s) in %.0f ms: %d recovered after an unclean shutdown "

@@ -18,7 +18,7 @@ from typing import Any
 
 from kafkars import _core
 from kafkars.config.definition import LONG_MAX
-from kafkars.server.errors import Errors, RecordValidationError
+from kafkars.protocol import Errors, RecordValidationError
 
 NO_TIMESTAMP = -1
 

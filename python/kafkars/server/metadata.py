@@ -14,7 +14,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafkars.server.errors import Errors, KafkaError
+from kafkars.protocol import Errors, KafkaError
 
 METADATA_FILE = "kafkars-metadata.json"
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})

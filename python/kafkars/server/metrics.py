@@ -26,7 +26,7 @@ from prometheus_client.core import (
     Metric,
 )
 
-from kafkars.server.api_keys import ApiKey
+from kafkars.protocol import ApiKey
 
 if TYPE_CHECKING:
     from kafkars.server.kafka_server import KafkaServer

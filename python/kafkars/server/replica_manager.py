@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from kafkars import _core
-from kafkars.server.errors import Errors, KafkaError
+from kafkars.protocol import Errors, KafkaError
 from kafkars.server.log_validator import TimestampLimits
 
 TopicPartition = tuple[str, int]
@@ -224,10 +224,7 @@ class ReplicaManager:
         limits = self._timestamp_limits.get(topic)
         if limits is not None:
             limits.validate(records)
-        try:
-            return p.append_records_to_leader(records, required_acks)
-        except _core.LogError as e:
-            raise KafkaError(Errors(e.args[0]), e.args[1]) from None
+        return p.append_records_to_leader(records, required_acks)
 
     def await_replication(self, topic: str, partition: int, offset: int, timeout_s: float) -> None:
         """Waits until the partition's high watermark reaches `offset` (the ISR has what
@@ -265,10 +262,7 @@ class ReplicaManager:
         """Appends the COMMIT/ABORT marker ending `producer_id`'s transaction on one
         partition (WriteTxnMarkers); returns the Rust append info."""
         p = self.get_partition(topic, partition)
-        try:
-            return p.append_txn_marker(producer_id, producer_epoch, coordinator_epoch, commit)
-        except _core.LogError as e:
-            raise KafkaError(Errors(e.args[0]), e.args[1]) from None
+        return p.append_txn_marker(producer_id, producer_epoch, coordinator_epoch, commit)
 
     def leader_epoch(self, topic: str, partition: int) -> int:
         p = self._partitions.get((topic, partition))

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 from kafkars.controller.channel_manager import call_broker
 from kafkars.coordinator.group.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
+from kafkars.protocol import Errors, KafkaError
 from kafkars.security.client_auth import PLAINTEXT, ClientSecurity
-from kafkars.server.errors import Errors, KafkaError
 from kafkars.server.replica_manager import ReplicaManager
 
 if TYPE_CHECKING:

@@ -9,8 +9,8 @@ import threading
 from collections.abc import Callable
 
 from kafkars.controller.channel_manager import call_broker
+from kafkars.protocol import Errors
 from kafkars.security.client_auth import PLAINTEXT, ClientSecurity
-from kafkars.server.errors import Errors
 
 ADD_PARTITIONS_TO_TXN, VERIFY_VERSION = 24, 4
 

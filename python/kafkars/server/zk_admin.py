@@ -12,8 +12,8 @@ import uuid
 from kazoo.exceptions import NodeExistsError
 
 from kafkars.controller.replica_placement import assign_replicas
+from kafkars.protocol import Errors, KafkaError
 from kafkars.server.controller import validate_topic_configs
-from kafkars.server.errors import Errors, KafkaError
 from kafkars.server.metadata import TopicMetadata
 from kafkars.server.zk_metadata_cache import ZkMetadataCache
 from kafkars.zk.kafka_zk_client import KafkaZkClient

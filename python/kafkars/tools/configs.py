@@ -225,7 +225,7 @@ def _changes(add: str, remove: str) -> tuple[dict[str, str], list[str]]:
 
 def _check(error_code: int, message: str | None) -> None:
     if error_code:
-        from kafkars.server.errors import Errors
+        from kafkars.protocol import Errors
 
         try:
             name = Errors(error_code).name

@@ -537,7 +537,7 @@ def _reset(
 def _delete_offsets(
     opts: Options, admin: Any, group_id: str, specs: list[tuple[str, list[int] | None]]
 ) -> None:
-    from kafkars.server.errors import Errors
+    from kafkars.protocol import Errors
 
     described = _describe_group(opts, admin, group_id)
     if not _exists(described, _committed(opts, admin, group_id)):

@@ -16,8 +16,7 @@ from typing import Any
 
 import click
 
-from kafkars.server.api_keys import ApiKey
-from kafkars.server.errors import Errors
+from kafkars.protocol import ApiKey, Errors
 from kafkars.tools import client
 
 DESCRIBE_LOG_DIRS_VERSION = 1

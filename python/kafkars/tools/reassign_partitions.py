@@ -25,12 +25,9 @@ from typing import Any
 import click
 
 from kafkars.controller.replica_placement import assign_replicas
-from kafkars.server.errors import Errors, KafkaError
+from kafkars.protocol import ApiKey, Errors, KafkaError
 from kafkars.tools import client
 from kafkars.tools.log_dirs import alter_replica_log_dirs, describe_log_dirs
-
-ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS = 45, 46
-NOT_CONTROLLER = 41
 
 Plan = dict[tuple[str, int], list[int]]
 # A replica's wanted log dir: (topic, partition, broker) -> absolute path on that broker.
@@ -194,7 +191,7 @@ class Reassignments:
         }
         wire = self._controller()
         try:
-            reply = wire.call(ALTER_PARTITION_REASSIGNMENTS, 0, body)
+            reply = wire.call(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, body)
         finally:
             wire.close()
         if reply["error_code"]:
@@ -214,7 +211,7 @@ class Reassignments:
         wire = self._controller()
         try:
             reply = wire.call(
-                LIST_PARTITION_REASSIGNMENTS, 0, {"timeout_ms": 30000, "topics": None}
+                ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, {"timeout_ms": 30000, "topics": None}
             )
         finally:
             wire.close()

@@ -22,7 +22,7 @@ from typing import Any
 
 import click
 
-from kafkars.server.errors import Errors
+from kafkars.protocol import Errors
 from kafkars.tools import client
 
 METADATA, FIND_COORDINATOR, WRITE_TXN_MARKERS = 3, 10, 27

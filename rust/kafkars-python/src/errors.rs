@@ -16,12 +16,9 @@ create_exception!(
     KafkarsError,
     "A record batch failed validation. args: (kafka_error_code, message)."
 );
-create_exception!(
-    _core,
-    LogError,
-    KafkarsError,
-    "A log operation failed. args: (kafka_error_code, message)."
-);
+// A failed log or replica operation raises Python's own `KafkaError` (args: code,
+// message), the exception the handlers answer with, so nothing re-maps it.
+pyo3::import_exception!(kafkars.protocol, KafkaError);
 
 pub(crate) fn record_error(e: kafkars_record::RecordError) -> PyErr {
     CorruptRecordError::new_err((e.kafka_error_code(), e.to_string()))
@@ -31,6 +28,5 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add("KafkarsError", py.get_type::<KafkarsError>())?;
     m.add("CorruptRecordError", py.get_type::<CorruptRecordError>())?;
-    m.add("LogError", py.get_type::<LogError>())?;
     Ok(())
 }

@@ -138,7 +138,7 @@ impl PyPartition {
     }
 
     /// Validates and appends produced records as the leader. `required_acks=-1` needs
-    /// `min.insync.replicas` in the ISR. Raises `LogError(code, message)`.
+    /// `min.insync.replicas` in the ISR. Raises `KafkaError(code, message)`.
     fn append_records_to_leader(
         &self,
         py: Python<'_>,

@@ -19,7 +19,7 @@ use crate::errors;
 use crate::file_records::FileRecords;
 
 pub(crate) fn log_error(e: LogError) -> PyErr {
-    errors::LogError::new_err((e.kafka_error_code(), e.to_string()))
+    errors::KafkaError::new_err((e.kafka_error_code(), e.to_string()))
 }
 
 /// Reads a storage config dict (keys as in [`LogConfig`]'s fields); missing keys keep
@@ -224,7 +224,7 @@ impl PyLog {
     }
 
     /// DeleteRecords: moves the log start offset to `offset` (-1: the high watermark);
-    /// returns the new low watermark. Raises `LogError` (OFFSET_OUT_OF_RANGE) past the
+    /// returns the new low watermark. Raises `KafkaError` (OFFSET_OUT_OF_RANGE) past the
     /// high watermark.
     fn delete_records(&self, py: Python<'_>, offset: i64) -> PyResult<i64> {
         py.detach(|| self.inner.delete_records(offset))
@@ -290,7 +290,7 @@ impl PyLogManager {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
-            .ok_or_else(|| errors::LogError::new_err((-1i16, "the log manager is shut down")))
+            .ok_or_else(|| errors::KafkaError::new_err((-1i16, "the log manager is shut down")))
     }
 }
 
@@ -314,7 +314,7 @@ pub(crate) fn wrap(log: Arc<Log>) -> PyLog {
 #[pymethods]
 impl PyLogManager {
     /// Locks every dir and reconciles `meta.properties` with `broker_id`/`cluster_id`
-    /// (all must agree; a mismatch raises `LogError` with Kafka's message).
+    /// (all must agree; a mismatch raises `KafkaError` with Kafka's message).
     #[new]
     #[pyo3(signature = (log_dirs, broker_id, cluster_id = None))]
     fn new(
@@ -421,7 +421,7 @@ impl PyLogManager {
 
     /// AlterReplicaLogDirs for one partition: starts moving its log to `log_dir` in the
     /// background and returns at once (a no-op when it is there already). Raises
-    /// LogError with LOG_DIR_NOT_FOUND, REPLICA_NOT_AVAILABLE or KAFKA_STORAGE_ERROR.
+    /// KafkaError with LOG_DIR_NOT_FOUND, REPLICA_NOT_AVAILABLE or KAFKA_STORAGE_ERROR.
     fn alter_log_dir(
         &self,
         py: Python<'_>,

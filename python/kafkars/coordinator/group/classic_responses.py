@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafkars.server.errors import Errors
+from kafkars.protocol import Errors
 
 
 def join_error(member_id: str, error: Errors) -> dict[str, Any]:

@@ -40,7 +40,7 @@ from kafkars.coordinator.group import consumer_group_records as records
 from kafkars.coordinator.group.classic_responses import join_error, sync_error
 from kafkars.coordinator.group.delayed import DelayedTimeout
 from kafkars.coordinator.group.server_assignors import TopicPartition, range_assign, uniform_assign
-from kafkars.server.errors import Errors
+from kafkars.protocol import Errors
 
 if TYPE_CHECKING:
     from kafkars.coordinator.group.group_coordinator import GroupCoordinator

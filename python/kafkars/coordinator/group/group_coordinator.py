@@ -29,7 +29,7 @@ from kafkars.coordinator.group.group_metadata import (
     ResponseCallback,
 )
 from kafkars.coordinator.group.group_metadata_manager import GroupStore
-from kafkars.server.errors import Errors, KafkaError
+from kafkars.protocol import Errors, KafkaError
 
 log = logging.getLogger("kafkars.coordinator.group.GroupCoordinator")
 

@@ -16,7 +16,7 @@ from kafkars import _core, codec
 from kafkars.coordinator.group import consumer_group_records, records
 from kafkars.coordinator.group.group_metadata import GroupMetadata, OffsetAndMetadata
 from kafkars.coordinator.log_append import append_replicated
-from kafkars.server.errors import Errors, KafkaError
+from kafkars.protocol import Errors, KafkaError
 
 if TYPE_CHECKING:
     from kafkars.server.controller import Controller

@@ -31,7 +31,7 @@ from kafkars.coordinator.transaction.transaction_metadata import (
     TransactionState,
 )
 from kafkars.coordinator.transaction.transaction_state_manager import TransactionStore
-from kafkars.server.errors import Errors
+from kafkars.protocol import Errors
 
 log = logging.getLogger("kafkars.coordinator.transaction.TransactionCoordinator")
 

@@ -16,7 +16,7 @@ from kafkars import _core, codec
 from kafkars.coordinator.log_append import append_replicated
 from kafkars.coordinator.transaction import records
 from kafkars.coordinator.transaction.transaction_metadata import TransactionMetadata
-from kafkars.server.errors import Errors, KafkaError
+from kafkars.protocol import Errors, KafkaError
 
 if TYPE_CHECKING:
     from kafkars.server.controller import Controller

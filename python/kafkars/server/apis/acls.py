@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kafkars.protocol import Errors
 from kafkars.security.authorizer import (
     AclBinding,
     AclFilter,
@@ -12,7 +13,6 @@ from kafkars.security.authorizer import (
     PatternType,
     ResourceType,
 )
-from kafkars.server.errors import Errors
 
 if TYPE_CHECKING:
     from kafkars.server.kafka_apis import KafkaApis

@@ -7,8 +7,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kafkars import _core
-from kafkars.server.errors import Errors
+from kafkars.protocol import Errors, KafkaError
 
 if TYPE_CHECKING:
     from kafkars.server.kafka_apis import KafkaApis
@@ -116,7 +115,7 @@ def alter_replica_log_dir(apis: KafkaApis, topic: str, partition: int, path: str
         return Errors.INVALID_TOPIC_EXCEPTION
     try:
         apis.replica_manager.log_manager.alter_log_dir(topic, partition, path)
-    except _core.LogError as e:
-        log.warning("Unable to alter log dirs for %s-%s: %s", topic, partition, e.args[-1])
-        return Errors(e.args[0])
+    except KafkaError as e:
+        log.warning("Unable to alter log dirs for %s-%s: %s", topic, partition, e)
+        return e.code
     return Errors.NONE

@@ -19,8 +19,8 @@ from kafkars.config import (
     describe_topic,
     validate_alter_configs,
 )
+from kafkars.protocol import Errors, KafkaError
 from kafkars.server import broker_loggers
-from kafkars.server.errors import Errors, KafkaError
 
 if TYPE_CHECKING:
     from kafkars.server.kafka_apis import KafkaApis

@@ -9,8 +9,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from kafkars import _core
-from kafkars.server.errors import Errors, KafkaError
+from kafkars.protocol import Errors, KafkaError
 
 if TYPE_CHECKING:
     from kafkars.server.kafka_apis import KafkaApis
@@ -26,10 +25,7 @@ def _delete(apis: KafkaApis, topic: str, index: int, offset: int) -> dict[str, A
         partition = apis.replica_manager.get_partition(topic, index)
         if offset < -1:
             raise KafkaError(Errors.OFFSET_OUT_OF_RANGE)
-        try:
-            result["low_watermark"] = partition.log.delete_records(offset)
-        except _core.LogError as e:
-            raise KafkaError(Errors(e.args[0]), e.args[1]) from None
+        result["low_watermark"] = partition.log.delete_records(offset)
     except KafkaError as e:
         result["error_code"] = int(e.code)
     else:

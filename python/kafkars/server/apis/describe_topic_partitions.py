@@ -15,10 +15,10 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from kafkars.protocol import Errors, KafkaError
 from kafkars.security.authorization import TOPIC_OPERATIONS, authorized_operations
 from kafkars.security.authorizer import AclOperation, ResourceType
 from kafkars.server.apis.metadata import AUTHORIZED_OPERATIONS_OMITTED
-from kafkars.server.errors import Errors, KafkaError
 from kafkars.server.metadata import INTERNAL_TOPICS, validate_topic_name
 
 if TYPE_CHECKING:

@@ -16,10 +16,10 @@ from kafkars.coordinator.group.group_metadata_manager import GROUP_METADATA_TOPI
 from kafkars.coordinator.transaction.transaction_state_manager import (
     TRANSACTION_STATE_TOPIC_NAME,
 )
+from kafkars.protocol import Errors, KafkaError
 from kafkars.security.authorization import GROUP_OPERATIONS, authorized_operations
 from kafkars.security.authorizer import ResourceType
 from kafkars.server.error_responses import respond_or_error
-from kafkars.server.errors import Errors, KafkaError
 
 if TYPE_CHECKING:
     from kafkars.coordinator.group import GroupCoordinator

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
-from kafkars.server.errors import Errors, code_description
+from kafkars.protocol import Errors, code_description
 
 if TYPE_CHECKING:
     from kafkars.server.kafka_apis import KafkaApis

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kafkars.protocol import Errors, KafkaError
 from kafkars.security.authorization import (
     CLUSTER_OPERATIONS,
     TOPIC_OPERATIONS,
     authorized_operations,
 )
 from kafkars.security.authorizer import AclOperation, ResourceType
-from kafkars.server.errors import Errors, KafkaError
 from kafkars.server.metadata import validate_topic_name
 
 if TYPE_CHECKING:

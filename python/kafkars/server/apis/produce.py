@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kafkars.server.errors import Errors, KafkaError, RecordValidationError
+from kafkars.protocol import Errors, KafkaError, RecordValidationError
 
 if TYPE_CHECKING:
     from kafkars.server.kafka_apis import KafkaApis

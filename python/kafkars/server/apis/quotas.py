@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kafkars.server.errors import Errors
+from kafkars.protocol import Errors
 from kafkars.server.quota_manager import DEFAULT, QUOTA_KEYS, Entity
 
 if TYPE_CHECKING:

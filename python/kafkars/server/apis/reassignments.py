@@ -9,7 +9,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from kafkars.controller.reassignment import ReplicaAssignment
-from kafkars.server.errors import Errors
+from kafkars.protocol import Errors
 
 if TYPE_CHECKING:
     from kafkars.server.kafka_apis import KafkaApis

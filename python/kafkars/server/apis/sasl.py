@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from kafkars.protocol import Errors
 from kafkars.security.sasl import AuthenticationFailed, new_exchange
 from kafkars.security.scram import (
     MAX_ITERATIONS,
@@ -14,7 +15,6 @@ from kafkars.security.scram import (
     MIN_ITERATIONS,
     ScramCredential,
 )
-from kafkars.server.errors import Errors
 
 if TYPE_CHECKING:
     from kafkars.server.kafka_apis import KafkaApis

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from kafkars.server.errors import Errors, KafkaError
+from kafkars.protocol import Errors, KafkaError
 from kafkars.server.metadata import validate_topic_name
 
 if TYPE_CHECKING:

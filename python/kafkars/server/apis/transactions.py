@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from kafkars.coordinator.group.group_metadata import OffsetAndMetadata
 from kafkars.coordinator.group.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
+from kafkars.protocol import Errors, KafkaError
 from kafkars.security.authorizer import AclOperation, ResourceType
-from kafkars.server.errors import Errors, KafkaError
 
 if TYPE_CHECKING:
     from kafkars.coordinator.transaction import TransactionCoordinator

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kafkars.server.errors import Errors
+from kafkars.protocol import Errors
 
 if TYPE_CHECKING:
     from kafkars.server.kafka_apis import KafkaApis
