@@ -4,12 +4,19 @@ When a handler raises, the request is still answered: each API's response carrie
 error in every error-code field, with one entry per topic, partition, group or resource
 the request named (as each Kafka request class's `getErrorResponse(throwable)` builds
 it), so the client sees an error for that request and the connection stays usable.
+
+One walker builds every response from the request: `SHAPES` says, per API, which request
+lists the response mirrors, which fields each entry copies from the request entry, and
+which it fills (the error, and Kafka's "unknown" values such as offset -1). Fields not
+named take the schema's defaults when the codec encodes the response.
 """
 
 from __future__ import annotations
 
+import enum
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from kafkars import _core
@@ -19,7 +26,6 @@ from kafkars.protocol import ApiKey, Errors, KafkaError
 log = logging.getLogger("kafkars.server.KafkaApis")
 
 Body = dict[str, Any]
-Builder = Callable[[Body, int, int, "str | None"], "dict[str, Any] | None"]
 
 
 def error_for(exc: BaseException) -> tuple[Errors, str | None]:
@@ -37,537 +43,340 @@ def error_for(exc: BaseException) -> tuple[Errors, str | None]:
     return Errors.UNKNOWN_SERVER_ERROR, None
 
 
-def _topic_id(entry: Body) -> dict[str, Any]:
-    """The entry's topic id, when the request version has one."""
-    topic_id = entry.get("topic_id")
-    return {} if topic_id is None else {"topic_id": topic_id}
+class _Marker(enum.Enum):
+    CODE = "the error code"
+    MESSAGE = "the error message"
+    ITEM = "the request entry itself (an entry of a list of names or indexes)"
 
 
-# -- one builder per API: (request body, version, error code, message) -> response --------
+CODE, MESSAGE, ITEM = _Marker.CODE, _Marker.MESSAGE, _Marker.ITEM
+CODE_ONLY = {"error_code": CODE}
+ERROR = {**CODE_ONLY, "error_message": MESSAGE}
 
 
-def _produce(body: Body, version: int, code: int, message: str | None) -> dict[str, Any] | None:
-    if body.get("acks") == 0:
-        return None  # no response expected: Kafka closes the connection instead
-    return {
-        "throttle_time_ms": 0,
-        "responses": [
+@dataclass(frozen=True)
+class Part:
+    """How one response struct is built from one request entry.
+
+    `copy`: response field <- a request field's name (left out when the entry has none),
+    ITEM, or a function of the entry. `fill`: response field <- a constant,
+    CODE or MESSAGE (a callable is called once per entry). `lists`: response list <-
+    (request lists, Part for each of their entries).
+    """
+
+    copy: Mapping[str, Any] = field(default_factory=dict)
+    fill: Mapping[str, Any] = field(default_factory=dict)
+    lists: Mapping[str, tuple[tuple[str, ...], Part]] = field(default_factory=dict)
+
+    def build(self, entry: Any, code: int, message: str | None) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name, source in self.copy.items():
+            if source is ITEM:
+                out[name] = entry
+            elif callable(source):
+                out[name] = source(entry)
+            elif isinstance(entry, dict) and entry.get(source) is not None:
+                out[name] = entry[source]
+        for name, value in self.fill.items():
+            if value is CODE:
+                out[name] = code
+            elif value is MESSAGE:
+                out[name] = message
+            else:
+                out[name] = value() if callable(value) else value
+        for name, (sources, part) in self.lists.items():
+            out[name] = [
+                part.build(e, code, message) for source in sources for e in entry.get(source) or []
+            ]
+        return out
+
+
+def entries(
+    source: str | tuple[str, ...],
+    copy: Mapping[str, Any] | None = None,
+    fill: Mapping[str, Any] | None = None,
+    **lists: tuple[tuple[str, ...], Part],
+) -> tuple[tuple[str, ...], Part]:
+    """One response entry per entry of the request list `source` (or lists, in turn)."""
+    sources = (source,) if isinstance(source, str) else source
+    return sources, Part(copy or {}, fill or {}, lists)
+
+
+def top(fill: Mapping[str, Any] | None = None, **lists: tuple[tuple[str, ...], Part]) -> Part:
+    """A response's top level: throttle_time_ms 0, `fill`, the mirrored lists."""
+    return Part({}, {"throttle_time_ms": 0, **(fill or {})}, lists)
+
+
+def named(
+    partitions: tuple[tuple[str, ...], Part],
+    source: str = "topics",
+    name: str = "name",
+    into: str = "partitions",
+) -> tuple[tuple[str, ...], Part]:
+    """The usual topic level: its name copied, its partitions mirrored beneath it."""
+    return (source,), Part({name: name}, {}, {into: partitions})
+
+
+def since(version: int, old: Part, new: Part) -> Callable[[int], Part]:
+    """`new` from `version` on, `old` before."""
+    return lambda v: new if v >= version else old
+
+
+ERROR_ONLY = top(CODE_ONLY)
+ERROR_AND_MESSAGE = top(ERROR)
+NO_PRODUCER = top({"error_code": CODE, "producer_id": -1, "producer_epoch": -1})
+NO_COORDINATOR = {"node_id": -1, "host": "", "port": -1}
+NO_OFFSET = {"timestamp": -1, "offset": -1}
+TOPIC_ID = {"topic_id": "topic_id"}
+SESSION = {"session_id": lambda body: body.get("session_id", 0)}
+RESOURCE = {"resource_type": "resource_type", "resource_name": "resource_name"}
+
+# v13+ Fetch clients read the top-level code; older ones also need it in every partition.
+_FETCH_PARTITIONS = entries(
+    "partitions",
+    {"partition_index": "partition"},
+    {
+        "error_code": CODE,
+        "high_watermark": -1,
+        "last_stable_offset": -1,
+        "log_start_offset": -1,
+        "records": _core.FileRecords.empty,
+    },
+)
+_FETCH = Part(
+    SESSION,
+    ERROR_ONLY.fill,
+    {
+        "responses": entries(
+            "topics",
+            {"topic": lambda t: t.get("topic") or "", **TOPIC_ID},
+            partitions=_FETCH_PARTITIONS,
+        )
+    },
+)
+
+# OffsetFetch has no top-level error code before v2: every requested partition carries it.
+_OFFSET_FETCH_V1 = top(
+    {"error_code": CODE},
+    topics=named(
+        entries(
+            "partition_indexes",
+            {"partition_index": ITEM},
             {
-                "name": t["name"],
-                "partition_responses": [
-                    {
-                        "index": p["index"],
-                        "error_code": code,
-                        "error_message": message,
-                        "base_offset": -1,
-                        "log_append_time_ms": -1,
-                        "log_start_offset": -1,
-                        "record_errors": [],
-                    }
-                    for p in t.get("partition_data", [])
-                ],
-            }
-            for t in body.get("topic_data", [])
-        ],
-    }
+                "committed_offset": -1,
+                "committed_leader_epoch": -1,
+                "metadata": "",
+                "error_code": CODE,
+            },
+        )
+    ),
+)
+_OFFSET_FETCH_V2 = top({**CODE_ONLY, "topics": []})
+_OFFSET_FETCH_V8 = top(
+    groups=entries("groups", {"group_id": "group_id"}, {"topics": [], "error_code": CODE})
+)
+
+# A partition's error in the lists keyed by partition index.
+_PARTITION_INDEX_ERROR = entries("partitions", {"partition_index": "partition_index"}, CODE_ONLY)
 
 
-def _fetch(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
-    # v13+ clients read the top-level code; older ones also need it in every partition.
-    topics = []
-    if version < 13:
-        topics = [
-            {
-                "topic": t.get("topic") or "",
-                **_topic_id(t),
-                "partitions": [
-                    {
-                        "partition_index": p["partition"],
-                        "error_code": code,
-                        "high_watermark": -1,
-                        "last_stable_offset": -1,
-                        "log_start_offset": -1,
-                        "records": _core.FileRecords.empty(),
-                    }
-                    for p in t.get("partitions", [])
-                ],
-            }
-            for t in body.get("topics", [])
-        ]
-    return {
-        "throttle_time_ms": 0,
-        "error_code": code,
-        "session_id": body.get("session_id", 0),
-        "responses": topics,
-    }
-
-
-def _offset_for_leader_epoch(
-    body: Body, version: int, code: int, message: str | None
-) -> dict[str, Any]:
-    return {
-        "throttle_time_ms": 0,
-        "topics": [
-            {
-                "topic": t["topic"],
-                "partitions": [
-                    {
-                        "partition": p["partition"],
-                        "error_code": code,
-                        "leader_epoch": -1,
-                        "end_offset": -1,
-                    }
-                    for p in t.get("partitions", [])
-                ],
-            }
-            for t in body.get("topics", [])
-        ],
-    }
-
-
-def _list_offsets(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
-    return {
-        "throttle_time_ms": 0,
-        "topics": [
-            {
-                "name": t["name"],
-                "partitions": [
-                    {
-                        "partition_index": p["partition_index"],
-                        "error_code": code,
-                        "timestamp": -1,
-                        "offset": -1,
-                    }
-                    for p in t.get("partitions", [])
-                ],
-            }
-            for t in body.get("topics", [])
-        ],
-    }
-
-
-def _metadata(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
-    return {
-        "throttle_time_ms": 0,
-        "brokers": [],
-        "error_code": code,  # v13+
-        "topics": [
-            {
-                "name": t.get("name") or "",  # not nullable in the response
-                **_topic_id(t),
-                "error_code": code,
-                "is_internal": False,
-                "partitions": [],
-            }
-            for t in body.get("topics") or []
-        ],
-    }
-
-
-def _offset_commit(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
-    return {
-        "throttle_time_ms": 0,
-        "topics": [
-            {
-                "name": t["name"],
-                "partitions": [
-                    {"partition_index": p["partition_index"], "error_code": code}
-                    for p in t.get("partitions", [])
-                ],
-            }
-            for t in body.get("topics", [])
-        ],
-    }
-
-
-def _offset_fetch(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
+def _offset_fetch(version: int) -> Part:
     if version >= 8:
-        groups = [
-            {"group_id": g["group_id"], "topics": [], "error_code": code}
-            for g in body.get("groups", [])
-        ]
-        return {"throttle_time_ms": 0, "groups": groups}
-    topics = []
-    if version < 2:
-        # No top-level error code before v2: every requested partition carries it.
-        topics = [
-            {
-                "name": t["name"],
-                "partitions": [
-                    {
-                        "partition_index": p,
-                        "committed_offset": -1,
-                        "committed_leader_epoch": -1,
-                        "metadata": "",
-                        "error_code": code,
-                    }
-                    for p in t.get("partition_indexes", [])
-                ],
-            }
-            for t in body.get("topics") or []
-        ]
-    return {"throttle_time_ms": 0, "error_code": code, "topics": topics}
+        return _OFFSET_FETCH_V8
+    return _OFFSET_FETCH_V2 if version >= 2 else _OFFSET_FETCH_V1
 
 
-def _find_coordinator(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
-    if version >= 4:
-        return {
-            "throttle_time_ms": 0,
-            "coordinators": [
+SHAPES: dict[ApiKey, Part | Callable[[int], Part]] = {
+    ApiKey.PRODUCE: top(
+        responses=named(
+            entries(
+                "partition_data",
+                {"index": "index"},
                 {
-                    "key": key,
-                    "node_id": -1,
-                    "host": "",
-                    "port": -1,
-                    "error_code": code,
-                    # Kafka leaves the per-key message at its empty default.
-                    "error_message": "",
-                }
-                for key in body.get("coordinator_keys", [])
-            ],
+                    **ERROR,
+                    "base_offset": -1,
+                    "log_append_time_ms": -1,
+                    "log_start_offset": -1,
+                    "record_errors": [],
+                },
+            ),
+            source="topic_data",
+            into="partition_responses",
+        )
+    ),
+    ApiKey.FETCH: since(13, _FETCH, Part(SESSION, {**ERROR_ONLY.fill, "responses": []})),
+    ApiKey.LIST_OFFSETS: top(
+        topics=named(
+            entries(
+                "partitions",
+                {"partition_index": "partition_index"},
+                {"error_code": CODE, **NO_OFFSET},
+            )
+        )
+    ),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: top(
+        topics=named(
+            entries(
+                "partitions",
+                {"partition": "partition"},
+                {"error_code": CODE, "leader_epoch": -1, "end_offset": -1},
+            ),
+            name="topic",
+        )
+    ),
+    ApiKey.METADATA: top(
+        {"brokers": [], "error_code": CODE},  # the top-level code is v13+
+        topics=entries(
+            "topics",
+            # The name is not nullable in the response.
+            {"name": lambda t: t.get("name") or "", **TOPIC_ID},
+            {"error_code": CODE, "is_internal": False, "partitions": []},
+        ),
+    ),
+    ApiKey.OFFSET_COMMIT: top(topics=named(_PARTITION_INDEX_ERROR)),
+    ApiKey.TXN_OFFSET_COMMIT: top(topics=named(_PARTITION_INDEX_ERROR)),
+    ApiKey.OFFSET_FETCH: _offset_fetch,
+    ApiKey.FIND_COORDINATOR: since(
+        4,
+        top({**ERROR, **NO_COORDINATOR}),
+        top(
+            coordinators=entries(
+                "coordinator_keys",
+                {"key": ITEM},
+                # Kafka leaves the per-key message at its empty default.
+                {**NO_COORDINATOR, "error_code": CODE, "error_message": ""},
+            )
+        ),
+    ),
+    ApiKey.JOIN_GROUP: lambda version: top(
+        {
+            "error_code": CODE,
+            "generation_id": -1,
+            "protocol_type": None,
+            "protocol_name": None if version >= 7 else "",
+            "leader": "",
+            "member_id": "",
+            "members": [],
         }
-    return {
-        "throttle_time_ms": 0,
-        "error_code": code,
-        "error_message": message,
-        "node_id": -1,
-        "host": "",
-        "port": -1,
-    }
-
-
-def _join_group(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
-    return {
-        "throttle_time_ms": 0,
-        "error_code": code,
-        "generation_id": -1,
-        "protocol_type": None,
-        "protocol_name": None if version >= 7 else "",
-        "leader": "",
-        "member_id": "",
-        "members": [],
-    }
-
-
-def _top_level_only(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
-    """Heartbeat, LeaveGroup, ListGroups, OffsetDelete, DescribeLogDirs: one error code."""
-    return {"throttle_time_ms": 0, "error_code": code}
-
-
-def _sync_group(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
-    return {"throttle_time_ms": 0, "error_code": code, "assignment": b""}
-
-
-def _describe_groups(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
-    return {
-        "throttle_time_ms": 0,
-        "groups": [
+    ),
+    ApiKey.HEARTBEAT: ERROR_ONLY,
+    ApiKey.LEAVE_GROUP: ERROR_ONLY,
+    ApiKey.SYNC_GROUP: top({"error_code": CODE, "assignment": b""}),
+    ApiKey.DESCRIBE_GROUPS: top(
+        groups=entries(
+            "groups",
+            {"group_id": ITEM},
             {
-                "group_id": g,
-                "error_code": code,
-                "error_message": message,
+                **ERROR,
                 "group_state": "",
                 "protocol_type": "",
                 "protocol_data": "",
                 "members": [],
                 "authorized_operations": -(2**31),
-            }
-            for g in body.get("groups", [])
-        ],
-    }
-
-
-def _list_groups(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
-    return {"throttle_time_ms": 0, "error_code": code, "groups": []}
-
-
-def _api_versions(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
-    return {"throttle_time_ms": 0, "error_code": code, "api_keys": []}
-
-
-def _create_topics(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
-    return {
-        "throttle_time_ms": 0,
-        "topics": [
-            {
-                "name": t["name"],
-                "error_code": code,
-                "error_message": message,
-                "num_partitions": -1,
-                "replication_factor": -1,
-            }
-            for t in body.get("topics", [])
-        ],
-    }
-
-
-def _delete_topics(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
-    named = [{"name": n, "error_code": code} for n in body.get("topic_names", [])]
-    by_id = [
-        {"name": t.get("name"), **_topic_id(t), "error_code": code} for t in body.get("topics", [])
-    ]
-    for r in named + by_id:
-        if version >= 5:
-            r["error_message"] = message
-    return {"throttle_time_ms": 0, "responses": named + by_id}
-
-
-def _delete_records(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
-    return {
-        "throttle_time_ms": 0,
-        "topics": [
-            {
-                "name": t["name"],
-                "partitions": [
-                    {
-                        "partition_index": p["partition_index"],
-                        "low_watermark": -1,
-                        "error_code": code,
-                    }
-                    for p in t.get("partitions", [])
-                ],
-            }
-            for t in body.get("topics", [])
-        ],
-    }
-
-
-def _init_producer_id(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
-    return {"throttle_time_ms": 0, "error_code": code, "producer_id": -1, "producer_epoch": -1}
-
-
-def _describe_configs(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
-    return {
-        "throttle_time_ms": 0,
-        "results": [
-            {
-                "resource_type": r["resource_type"],
-                "resource_name": r["resource_name"],
-                "error_code": code,
-                "error_message": message,
-                "configs": [],
-            }
-            for r in body.get("resources", [])
-        ],
-    }
-
-
-def _alter_configs(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
-    """AlterConfigs and IncrementalAlterConfigs: one result per resource."""
-    return {
-        "throttle_time_ms": 0,
-        "responses": [
-            {
-                "resource_type": r["resource_type"],
-                "resource_name": r["resource_name"],
-                "error_code": code,
-                "error_message": message,
-            }
-            for r in body.get("resources", [])
-        ],
-    }
-
-
-def _create_partitions(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
-    return {
-        "throttle_time_ms": 0,
-        "results": [
-            {"name": t["name"], "error_code": code, "error_message": message}
-            for t in body.get("topics", [])
-        ],
-    }
-
-
-def _delete_groups(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
-    return {
-        "throttle_time_ms": 0,
-        "results": [{"group_id": g, "error_code": code} for g in body.get("groups_names", [])],
-    }
-
-
-def _describe_cluster(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
-    return {
-        "throttle_time_ms": 0,
-        "error_code": code,
-        "error_message": message,
-        "endpoint_type": body.get("endpoint_type", 1),
-        "cluster_id": "",
-        "controller_id": -1,
-        "brokers": [],
-    }
-
-
-def _describe_topic_partitions(
-    body: Body, version: int, code: int, message: str | None
-) -> dict[str, Any]:
-    return {
-        "throttle_time_ms": 0,
-        "topics": [
-            {"error_code": code, "name": t["name"], "partitions": []}
-            for t in body.get("topics", [])
-        ],
-    }
-
-
-def _consumer_group_heartbeat(
-    body: Body, version: int, code: int, message: str | None
-) -> dict[str, Any]:
-    return {"throttle_time_ms": 0, "error_code": code, "error_message": message}
-
-
-def _consumer_group_describe(
-    body: Body, version: int, code: int, message: str | None
-) -> dict[str, Any]:
-    return {
-        "throttle_time_ms": 0,
-        "groups": [
-            {"group_id": g, "error_code": code, "error_message": message}
-            for g in body.get("group_ids", [])
-        ],
-    }
-
-
-def _sasl_handshake(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
-    return {"error_code": code, "mechanisms": []}
-
-
-def _sasl_authenticate(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
-    return {"error_code": code, "error_message": message, "auth_bytes": b""}
-
-
-def _describe_user_scram_credentials(
-    body: Body, version: int, code: int, message: str | None
-) -> dict[str, Any]:
-    return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "results": []}
-
-
-def _alter_user_scram_credentials(
-    body: Body, version: int, code: int, message: str | None
-) -> dict[str, Any]:
-    users = dict.fromkeys(e["name"] for e in [*body["deletions"], *body["upsertions"]])
-    return {
-        "throttle_time_ms": 0,
-        "results": [{"user": u, "error_code": code, "error_message": message} for u in users],
-    }
-
-
-def _create_acls(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
-    result = {"error_code": code, "error_message": message}
-    return {"throttle_time_ms": 0, "results": [result for _ in body["creations"]]}
-
-
-def _describe_acls(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
-    return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "resources": []}
-
-
-def _delete_acls(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
-    result: dict[str, Any] = {"error_code": code, "error_message": message, "matching_acls": []}
-    return {"throttle_time_ms": 0, "filter_results": [result for _ in body["filters"]]}
-
-
-def _describe_client_quotas(
-    body: Body, version: int, code: int, message: str | None
-) -> dict[str, Any]:
-    return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "entries": None}
-
-
-def _alter_client_quotas(
-    body: Body, version: int, code: int, message: str | None
-) -> dict[str, Any]:
-    return {
-        "throttle_time_ms": 0,
-        "entries": [
-            {"error_code": code, "error_message": message, "entity": e["entity"]}
-            for e in body["entries"]
-        ],
-    }
-
-
-def _add_partitions_to_txn(
-    body: Body, version: int, code: int, message: str | None
-) -> dict[str, Any]:
-    def topics(ts: list[Body]) -> list[dict[str, Any]]:
-        return [
-            {
-                "name": t["name"],
-                "results_by_partition": [
-                    {"partition_index": p, "partition_error_code": code} for p in t["partitions"]
-                ],
-            }
-            for t in ts
-        ]
-
-    if version <= 3:
-        return {
-            "throttle_time_ms": 0,
-            "results_by_topic_v3_and_below": topics(body["v3_and_below_topics"]),
+            },
+        )
+    ),
+    ApiKey.LIST_GROUPS: top({"error_code": CODE, "groups": []}),
+    ApiKey.API_VERSIONS: top({"error_code": CODE, "api_keys": []}),
+    ApiKey.CREATE_TOPICS: top(
+        topics=entries(
+            "topics", {"name": "name"}, {**ERROR, "num_partitions": -1, "replication_factor": -1}
+        )
+    ),
+    ApiKey.DELETE_TOPICS: lambda version: top(
+        # A request names its topics (v0-5) or gives their ids (v6+).
+        responses=entries(
+            ("topic_names", "topics"),
+            {"name": lambda t: t if isinstance(t, str) else t.get("name"), **TOPIC_ID},
+            ERROR if version >= 5 else CODE_ONLY,
+        )
+    ),
+    ApiKey.DELETE_RECORDS: top(
+        topics=named(
+            entries(
+                "partitions",
+                {"partition_index": "partition_index"},
+                {"low_watermark": -1, "error_code": CODE},
+            )
+        )
+    ),
+    ApiKey.INIT_PRODUCER_ID: NO_PRODUCER,
+    ApiKey.ADD_PARTITIONS_TO_TXN: since(
+        4,
+        top(
+            results_by_topic_v3_and_below=entries(
+                "v3_and_below_topics",
+                {"name": "name"},
+                results_by_partition=entries(
+                    "partitions", {"partition_index": ITEM}, {"partition_error_code": CODE}
+                ),
+            )
+        ),
+        top({"error_code": CODE, "results_by_transaction": []}),
+    ),
+    ApiKey.ADD_OFFSETS_TO_TXN: ERROR_ONLY,
+    ApiKey.END_TXN: NO_PRODUCER,
+    ApiKey.WRITE_TXN_MARKERS: Part(
+        lists={
+            "markers": entries(
+                "markers",
+                {"producer_id": "producer_id"},
+                topics=named(entries("partition_indexes", {"partition_index": ITEM}, CODE_ONLY)),
+            )
         }
-    return {"throttle_time_ms": 0, "error_code": code, "results_by_transaction": []}
+    ),
+    ApiKey.LEADER_AND_ISR: Part(fill={"error_code": CODE, "topics": []}),
+    ApiKey.STOP_REPLICA: Part(fill={"error_code": CODE, "partition_errors": []}),
+    ApiKey.UPDATE_METADATA: Part(fill={"error_code": CODE}),
+    ApiKey.CONTROLLED_SHUTDOWN: Part(fill={"error_code": CODE, "remaining_partitions": []}),
+    # ElectLeaders v0 has no top-level error: each named partition carries it.
+    ApiKey.ELECT_LEADERS: top(
+        {"error_code": CODE},
+        replica_election_results=entries(
+            "topic_partitions",
+            {"topic": "topic"},
+            partition_result=entries("partitions", {"partition_id": ITEM}, ERROR),
+        ),
+    ),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: top(ERROR, responses=named(_PARTITION_INDEX_ERROR)),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: top({**ERROR, "topics": []}),
+    ApiKey.DESCRIBE_PRODUCERS: top(
+        topics=named(entries("partition_indexes", {"partition_index": ITEM}, ERROR))
+    ),
+    ApiKey.DESCRIBE_TRANSACTIONS: top(
+        transaction_states=entries("transactional_ids", {"transactional_id": ITEM}, CODE_ONLY)
+    ),
+    ApiKey.LIST_TRANSACTIONS: ERROR_ONLY,
+    ApiKey.DESCRIBE_CONFIGS: top(results=entries("resources", RESOURCE, {**ERROR, "configs": []})),
+    # AlterConfigs and IncrementalAlterConfigs: one result per resource.
+    ApiKey.ALTER_CONFIGS: top(responses=entries("resources", RESOURCE, ERROR)),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: top(responses=entries("resources", RESOURCE, ERROR)),
+    ApiKey.DESCRIBE_LOG_DIRS: ERROR_ONLY,
+    ApiKey.CREATE_PARTITIONS: top(results=entries("topics", {"name": "name"}, ERROR)),
+    ApiKey.DELETE_GROUPS: top(results=entries("groups_names", {"group_id": ITEM}, CODE_ONLY)),
+    ApiKey.OFFSET_DELETE: ERROR_ONLY,
+    ApiKey.DESCRIBE_CLUSTER: Part(
+        {"endpoint_type": lambda body: body.get("endpoint_type", 1)},
+        {**ERROR_AND_MESSAGE.fill, "cluster_id": "", "controller_id": -1, "brokers": []},
+    ),
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: top(
+        topics=entries("topics", {"name": "name"}, {"error_code": CODE, "partitions": []})
+    ),
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: ERROR_AND_MESSAGE,
+    ApiKey.CONSUMER_GROUP_DESCRIBE: top(groups=entries("group_ids", {"group_id": ITEM}, ERROR)),
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: top({**ERROR, "entries": None}),
+    ApiKey.ALTER_CLIENT_QUOTAS: top(entries=entries("entries", {"entity": "entity"}, ERROR)),
+    ApiKey.CREATE_ACLS: top(results=entries("creations", fill=ERROR)),
+    ApiKey.DESCRIBE_ACLS: top({**ERROR, "resources": []}),
+    ApiKey.DELETE_ACLS: top(filter_results=entries("filters", fill={**ERROR, "matching_acls": []})),
+    ApiKey.SASL_HANDSHAKE: Part(fill={"error_code": CODE, "mechanisms": []}),
+    ApiKey.SASL_AUTHENTICATE: Part(fill={**ERROR, "auth_bytes": b""}),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: top({**ERROR, "results": []}),
+}
 
 
-def _end_txn(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
-    return {"throttle_time_ms": 0, "error_code": code, "producer_id": -1, "producer_epoch": -1}
-
-
-def _leader_and_isr(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
-    return {"error_code": code, "topics": []}
-
-
-def _stop_replica(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
-    return {"error_code": code, "partition_errors": []}
-
-
-def _update_metadata(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
-    return {"error_code": code}
-
-
-def _elect_leaders(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
-    # v0 has no top-level error: each named partition carries it.
-    return {
-        "throttle_time_ms": 0,
-        "error_code": code,
-        "replica_election_results": [
-            {
-                "topic": t["topic"],
-                "partition_result": [
-                    {"partition_id": p, "error_code": code, "error_message": message}
-                    for p in t["partitions"]
-                ],
-            }
-            for t in body.get("topic_partitions") or []
-        ],
-    }
-
-
-def _alter_partition_reassignments(
-    body: Body, version: int, code: int, message: str | None
-) -> dict[str, Any]:
-    return {
-        "throttle_time_ms": 0,
-        "error_code": code,
-        "error_message": message,
-        "responses": [
-            {
-                "name": t["name"],
-                "partitions": [
-                    {"partition_index": p["partition_index"], "error_code": code}
-                    for p in t["partitions"]
-                ],
-            }
-            for t in body["topics"]
-        ],
-    }
-
-
-def _list_partition_reassignments(
-    body: Body, version: int, code: int, message: str | None
-) -> dict[str, Any]:
-    return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "topics": []}
-
-
-def _alter_replica_log_dirs(
-    body: Body, version: int, code: int, message: str | None
-) -> dict[str, Any]:
+def _alter_replica_log_dirs(body: Body, code: int, message: str | None) -> dict[str, Any]:
+    """One result per topic, its partitions gathered from every dir the request names."""
     results: dict[str, list[dict[str, Any]]] = {}
     for d in body["dirs"]:
         for t in d["topics"]:
@@ -580,121 +389,22 @@ def _alter_replica_log_dirs(
     }
 
 
-def _controlled_shutdown(
-    body: Body, version: int, code: int, message: str | None
-) -> dict[str, Any]:
-    return {"error_code": code, "remaining_partitions": []}
-
-
-def _write_txn_markers(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
-    return {
-        "markers": [
-            {
-                "producer_id": m["producer_id"],
-                "topics": [
-                    {
-                        "name": t["name"],
-                        "partitions": [
-                            {"partition_index": p, "error_code": code}
-                            for p in t["partition_indexes"]
-                        ],
-                    }
-                    for t in m["topics"]
-                ],
-            }
-            for m in body["markers"]
-        ]
-    }
-
-
-def _describe_producers(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
+def _alter_user_scram_credentials(body: Body, code: int, message: str | None) -> dict[str, Any]:
+    """One result per user, whether the request deletes or upserts its credentials."""
+    users = dict.fromkeys(e["name"] for e in [*body["deletions"], *body["upsertions"]])
     return {
         "throttle_time_ms": 0,
-        "topics": [
-            {
-                "name": t["name"],
-                "partitions": [
-                    {"partition_index": p, "error_code": code, "error_message": message}
-                    for p in t["partition_indexes"]
-                ],
-            }
-            for t in body["topics"]
-        ],
+        "results": [{"user": u, "error_code": code, "error_message": message} for u in users],
     }
 
 
-def _describe_transactions(
-    body: Body, version: int, code: int, message: str | None
-) -> dict[str, Any]:
-    return {
-        "throttle_time_ms": 0,
-        "transaction_states": [
-            {"error_code": code, "transactional_id": tid} for tid in body["transactional_ids"]
-        ],
-    }
-
-
-def _list_transactions(body: Body, version: int, code: int, message: str | None) -> dict[str, Any]:
-    return {"throttle_time_ms": 0, "error_code": code}
-
-
-ERROR_RESPONSES: dict[ApiKey, Builder] = {
-    ApiKey.PRODUCE: _produce,
-    ApiKey.FETCH: _fetch,
-    ApiKey.LIST_OFFSETS: _list_offsets,
-    ApiKey.OFFSET_FOR_LEADER_EPOCH: _offset_for_leader_epoch,
-    ApiKey.METADATA: _metadata,
-    ApiKey.OFFSET_COMMIT: _offset_commit,
-    ApiKey.OFFSET_FETCH: _offset_fetch,
-    ApiKey.FIND_COORDINATOR: _find_coordinator,
-    ApiKey.JOIN_GROUP: _join_group,
-    ApiKey.HEARTBEAT: _top_level_only,
-    ApiKey.LEAVE_GROUP: _top_level_only,
-    ApiKey.SYNC_GROUP: _sync_group,
-    ApiKey.DESCRIBE_GROUPS: _describe_groups,
-    ApiKey.LIST_GROUPS: _list_groups,
-    ApiKey.API_VERSIONS: _api_versions,
-    ApiKey.CREATE_TOPICS: _create_topics,
-    ApiKey.DELETE_TOPICS: _delete_topics,
-    ApiKey.DELETE_RECORDS: _delete_records,
-    ApiKey.INIT_PRODUCER_ID: _init_producer_id,
-    ApiKey.ADD_PARTITIONS_TO_TXN: _add_partitions_to_txn,
-    ApiKey.ADD_OFFSETS_TO_TXN: _top_level_only,
-    ApiKey.END_TXN: _end_txn,
-    ApiKey.TXN_OFFSET_COMMIT: _offset_commit,
-    ApiKey.WRITE_TXN_MARKERS: _write_txn_markers,
-    ApiKey.LEADER_AND_ISR: _leader_and_isr,
-    ApiKey.STOP_REPLICA: _stop_replica,
-    ApiKey.UPDATE_METADATA: _update_metadata,
-    ApiKey.CONTROLLED_SHUTDOWN: _controlled_shutdown,
-    ApiKey.ELECT_LEADERS: _elect_leaders,
-    ApiKey.ALTER_PARTITION_REASSIGNMENTS: _alter_partition_reassignments,
-    ApiKey.LIST_PARTITION_REASSIGNMENTS: _list_partition_reassignments,
+# The two responses that regroup the request's entries rather than mirror them.
+REGROUPED: dict[ApiKey, Callable[[Body, int, str | None], dict[str, Any]]] = {
     ApiKey.ALTER_REPLICA_LOG_DIRS: _alter_replica_log_dirs,
-    ApiKey.DESCRIBE_PRODUCERS: _describe_producers,
-    ApiKey.DESCRIBE_TRANSACTIONS: _describe_transactions,
-    ApiKey.LIST_TRANSACTIONS: _list_transactions,
-    ApiKey.DESCRIBE_CONFIGS: _describe_configs,
-    ApiKey.ALTER_CONFIGS: _alter_configs,
-    ApiKey.DESCRIBE_LOG_DIRS: _top_level_only,
-    ApiKey.CREATE_PARTITIONS: _create_partitions,
-    ApiKey.DELETE_GROUPS: _delete_groups,
-    ApiKey.INCREMENTAL_ALTER_CONFIGS: _alter_configs,
-    ApiKey.OFFSET_DELETE: _top_level_only,
-    ApiKey.DESCRIBE_CLUSTER: _describe_cluster,
-    ApiKey.DESCRIBE_TOPIC_PARTITIONS: _describe_topic_partitions,
-    ApiKey.CONSUMER_GROUP_HEARTBEAT: _consumer_group_heartbeat,
-    ApiKey.CONSUMER_GROUP_DESCRIBE: _consumer_group_describe,
-    ApiKey.DESCRIBE_CLIENT_QUOTAS: _describe_client_quotas,
-    ApiKey.ALTER_CLIENT_QUOTAS: _alter_client_quotas,
-    ApiKey.CREATE_ACLS: _create_acls,
-    ApiKey.DESCRIBE_ACLS: _describe_acls,
-    ApiKey.DELETE_ACLS: _delete_acls,
-    ApiKey.SASL_HANDSHAKE: _sasl_handshake,
-    ApiKey.SASL_AUTHENTICATE: _sasl_authenticate,
-    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: _describe_user_scram_credentials,
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _alter_user_scram_credentials,
 }
+# Every API with an error response.
+ERROR_RESPONSES = SHAPES.keys() | REGROUPED.keys()
 
 
 def error_response(
@@ -702,7 +412,14 @@ def error_response(
 ) -> dict[str, Any] | None:
     """The API's response answering the whole request with `error`; None when the request
     expects no response (Produce with acks=0)."""
-    return ERROR_RESPONSES[ApiKey(api_key)](body, version, int(error), message)
+    key = ApiKey(api_key)
+    if key is ApiKey.PRODUCE and body.get("acks") == 0:
+        return None  # no response expected: Kafka closes the connection instead
+    if key in REGROUPED:
+        return REGROUPED[key](body, int(error), message)
+    shape = SHAPES[key]
+    part = shape if isinstance(shape, Part) else shape(version)
+    return part.build(body, int(error), message)
 
 
 def respond_with_error(request: Any, exc: BaseException) -> None:
