@@ -20,6 +20,7 @@ from bench.harness import cost, pyclients, rdkafka, report, scenarios, targets
 from bench.harness.clients import Client
 from bench.harness.progress import Progress
 from bench.harness.targets import Target, UsageError
+from kafkars.testing.reference_kafka import ReferenceKafka
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 
@@ -48,7 +49,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         action="append",
         default=[],
         metavar="NAME=HOST:PORT",
-        help="another Kafka-compatible broker to measure the same way (repeatable)",
+        help="another Kafka-compatible broker to measure the same way (repeatable); "
+        "'kafka' or 'kafka=VERSION' starts Apache Kafka here with kafkars' settings",
     )
     ap.add_argument(
         "--startup-partitions",
@@ -76,6 +78,15 @@ def groups_of(text: str | None, quick: bool) -> tuple[str, ...]:
             f"choose from {','.join(scenarios.GROUPS)}"
         )
     return tuple(g for g in scenarios.GROUPS if g in chosen)
+
+
+# What every broker this run starts is given (kafkars and Apache Kafka alike): one
+# partition per auto-created topic; segment size, flush and retention at their defaults.
+SETTINGS: dict[str, Any] = {"num.partitions": 1}
+
+
+def _first(e: BaseException) -> str:
+    return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
 
 
 def counts_of(text: str) -> list[int]:
@@ -122,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     started = time.localtime()
     own: Target | None = None
+    started_here: list[Target] = []
     try:
         groups = groups_of(args.scenarios, args.quick)
         startup_partitions = counts_of(args.startup_partitions)
@@ -132,17 +144,27 @@ def main(argv: list[str] | None = None) -> int:
         measured: list[Target] = []
         if args.bootstrap:
             measured.append(targets.connect(args.name, args.bootstrap))
-        measured += [targets.connect(name, address) for name, address in peers]
         client = pick_client(args.python_clients)
         cost.raise_fd_limit()
+        for name, address in peers:
+            if ":" in address:
+                measured.append(targets.connect(name, address))
+                continue
+            try:
+                started_here.append(targets.start_reference(name, address, SETTINGS))
+            except (RuntimeError, TimeoutError) as e:
+                raise UsageError(f"could not start Apache Kafka {address}: {_first(e)}") from e
+            measured.append(started_here[-1])
         if not args.bootstrap:
             try:
-                own = targets.start_own(args.name, {"num.partitions": 1})
+                own = targets.start_own(args.name, SETTINGS)
             except (RuntimeError, TimeoutError) as e:
-                first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-                raise UsageError(f"could not start a kafkars broker: {first}") from e
+                raise UsageError(f"could not start a kafkars broker: {_first(e)}") from e
+            started_here.append(own)
             measured.insert(0, own)
     except UsageError as e:
+        for target in started_here:
+            target.own.stop()  # type: ignore[union-attr]
         print(f"bench.harness: {e}", file=sys.stderr)
         return 2
 
@@ -159,9 +181,16 @@ def main(argv: list[str] | None = None) -> int:
         },
         "targets": {
             t.name: {
-                "kind": "own process" if t.own else "running",
+                "kind": (
+                    "running"
+                    if t.own is None
+                    else f"Apache Kafka {t.own.version}, heap {targets.REFERENCE_HEAP}"
+                    if isinstance(t.own, ReferenceKafka)
+                    else "own process"
+                ),
                 "bootstrap": t.bootstrap,
                 "pid": t.pid,
+                "start_s": t.start_s,
             }
             for t in measured
         },
@@ -176,8 +205,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         results["notes"].append("interrupted: the figures so far")
     finally:
-        if own is not None and own.own is not None:
-            own.own.stop()
+        for target in started_here:
+            if target.own is not None:
+                target.own.stop()
     results["meta"]["seconds"] = time.monotonic() - began
     results["meta"]["loadavg_end"] = os.getloadavg()[0]
 

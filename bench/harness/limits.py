@@ -1,8 +1,9 @@
 """The machine's raw loopback limits, measured in the same run as the broker: one TCP
 connection from a Python writer to a Python reader (what a produce could reach), and
 `os.sendfile` from a file to a socket reader (what a fetch could reach), from the page cache
-and, when the page cache can be dropped, from disk; and writing a new file (what putting
-produced bytes into the page cache costs)."""
+and, when the page cache can be dropped, from disk; writing a new file (what putting
+produced bytes into the page cache costs); and the two together, a socket-to-file pump (what
+a broker appending every byte it reads could reach)."""
 
 from __future__ import annotations
 
@@ -49,6 +50,34 @@ def socket_write(total_bytes: int) -> float:
             t.join()
             elapsed = time.perf_counter() - began
     return received[0] / elapsed / 1e6
+
+
+def socket_to_file(path: Path, total_bytes: int) -> float:
+    """MB/s of a pump that reads 1 MiB from a loopback socket and writes it to a new file
+    (nothing flushed), the writer a second thread: a broker's append path with nothing else."""
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        payload = os.urandom(CHUNK)
+
+        def write() -> None:
+            with socket.create_connection(server.getsockname()[:2]) as client:
+                for _ in range(total_bytes // CHUNK):
+                    client.sendall(payload)
+
+        writer = threading.Thread(target=write, name="limit-writer")
+        writer.start()
+        conn, _ = server.accept()
+        buf = bytearray(CHUNK)
+        view = memoryview(buf)
+        began = time.perf_counter()
+        total = 0
+        with conn, open(path, "wb", buffering=0) as f:
+            while n := conn.recv_into(buf):
+                f.write(view[:n])
+                total += n
+        elapsed = time.perf_counter() - began
+        writer.join()
+    path.unlink()
+    return total / elapsed / 1e6
 
 
 def make_file(path: Path, size: int) -> Path:

@@ -59,6 +59,7 @@ def table(results: dict[str, Any]) -> str:
         rows = [
             ("socket_write_MBps", "socket sendall → recv_into, 1 MiB chunks"),
             ("file_write_MBps", "write to a new file (page cache), 1 MiB chunks"),
+            ("socket_to_file_MBps", "socket → file pump (recv_into, write), 1 MiB"),
             ("sendfile_MBps", "os.sendfile, file in page cache → socket"),
             ("sendfile_cold_MBps", "os.sendfile, file on disk (caches dropped) → socket"),
         ]
@@ -95,9 +96,9 @@ def table(results: dict[str, Any]) -> str:
 
     section(
         "produce",
-        "produce: MB/s of payload, records/s, % of the socket limit, % of the file write "
-        "limit; ceiling: the client to a null sink (acks=0)",
-        ("vs_socket", "vs_file_write"),
+        "produce: MB/s of payload, records/s, % of the socket limit, of the file write "
+        "limit and of the socket-to-file pump; ceiling: the client to a null sink (acks=0)",
+        ("vs_socket", "vs_file_write", "vs_pump"),
         lambda row: f"{row['size']} {row['codec']}",
     )
     section(
@@ -216,6 +217,7 @@ def table(results: dict[str, Any]) -> str:
                 out.append(f"{'':>10}* instead of {asked:,}: the open-file limit (see notes)")
 
     out += recovery_table(results)
+    out += versus_table(results)
     out += cluster_table(results)
     out += failover_table(results)
 
@@ -224,6 +226,48 @@ def table(results: dict[str, Any]) -> str:
     for err in results.get("errors", []):
         out.append(f"failed: {err['step']}: {err['error']}")
     return "\n".join(out)
+
+
+def _versus_rows(ours: dict[str, Any], theirs: dict[str, Any]) -> list[tuple[str, float | None]]:
+    rows: list[tuple[str, float | None]] = []
+
+    def ratio(label: str, get: Callable[[dict[str, Any]], float]) -> None:
+        try:
+            a, b = get(ours), get(theirs)
+        except (KeyError, TypeError, StopIteration):
+            return
+        rows.append((label, a / b if b else None))
+
+    def case(key: str, name: str, field: str) -> Callable[[dict[str, Any]], float]:
+        return lambda t: next(r for r in t[key] if r.get("case", r.get("level")) == name)[field]
+
+    for key in ("produce", "consume"):
+        for row in ours.get(key, []):
+            ratio(f"{key} {row['case']}, MB/s", case(key, row["case"], "MBps"))
+    ratio("lag consume, MB/s", lambda t: t["lag"]["consume"]["MBps"])
+    for row in ours.get("latency", []):
+        for q in ("p99", "p99.9", "max"):
+            ratio(f"latency {row['level']}: {q}", case("latency", row["level"], q))
+    ratio("RSS idle", lambda t: t["rss_idle_MiB"])
+    ratio("RSS peak", lambda t: t["rss_peak_MiB"])
+    ratio("CPU s per GB in", lambda t: t["cpu_s_per_GB_in"])
+    ratio("CPU s per GB out", lambda t: t["cpu_s_per_GB_out"])
+    ratio("start to ready, s", lambda t: t["start_s"])
+    return rows
+
+
+def versus_table(results: dict[str, Any]) -> list[str]:
+    """The first target (kafkars) over each peer, figure by figure: above 1 is better for
+    throughput; below 1 is better for latency, memory, CPU and start-up."""
+    names = list(results["targets"])
+    out: list[str] = []
+    for peer in names[1:]:
+        theirs = results["targets"][peer]
+        rows = _versus_rows(results["targets"][names[0]], theirs)
+        if rows:
+            out += ["", f"{names[0]} ÷ {peer} ({theirs.get('kind', '')})"]
+            out += [f"  {label:<44}{_num(r, '.2f') + '×' if r else '-':>10}" for label, r in rows]
+    return out
 
 
 CLUSTER_KINDS = (

@@ -28,6 +28,7 @@ from bench.harness.clients import Client, Run
 from bench.harness.nullsink import NullSink, RecordSource
 from bench.harness.progress import Progress
 from bench.harness.targets import Target
+from kafkars.broker import Broker
 
 GROUPS = (
     "limits",
@@ -228,7 +229,9 @@ class Bench:
                 steps.append((f"start-up with {n:,} partitions", _bind(self.startup, n)))
             steps.append(("start-up after SIGKILL by unflushed bytes", self.recovery))
         if "cluster" in g:
-            own = next((st.target.own for st in self.states if st.target.own is not None), None)
+            own = next(
+                (st.target.own for st in self.states if isinstance(st.target.own, Broker)), None
+            )
             steps += cluster.ClusterThroughput(
                 self.client,
                 max(1000, self.cfg.cluster_bytes // cluster.THROUGHPUT_SIZE),
@@ -304,6 +307,7 @@ class Bench:
         # As much as one produce run writes, into a new file in the broker's file system.
         path = self.workdir / "file-write.bin"
         self.limits["file_write_MBps"] = limits.file_write(path, self.cfg.bytes_per_run)
+        self.limits["socket_to_file_MBps"] = limits.socket_to_file(path, self.cfg.bytes_per_run)
         if limits.free_page_reporting():
             self.limits["free_page_reporting"] = True
             self.note(
@@ -395,6 +399,7 @@ class Bench:
         row = {"case": case.label, **case.__dict__, **_run_dict(run), **_cpu(cpu, run)}
         row["vs_socket"] = _ratio(run.mb_per_s, self.limits.get("socket_write_MBps"))
         row["vs_file_write"] = _ratio(run.mb_per_s, self.limits.get("file_write_MBps"))
+        row["vs_pump"] = _ratio(run.mb_per_s, self.limits.get("socket_to_file_MBps"))
         ceiling = self.ceiling.get(f"{case.size} {case.codec}")
         row["vs_ceiling"] = _ratio(run.mb_per_s, ceiling["MBps"] if ceiling else None)
         st.results.setdefault("produce", []).append(row)

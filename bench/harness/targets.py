@@ -1,12 +1,14 @@
 """The brokers a run measures: our own kafkars broker process (the default), one already
-running (--bootstrap), and peers (--peer NAME=HOST:PORT); the admin calls the scenarios
-need on them (create and delete topics)."""
+running (--bootstrap), and peers (--peer NAME=HOST:PORT, or --peer kafka[=VERSION] for
+Apache Kafka started here); the admin calls the scenarios need on them (create and delete
+topics)."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,10 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.harness import wire
 from kafkars.broker import Broker
+from kafkars.testing.reference_kafka import DEFAULT_VERSION, ReferenceKafka
+
+# Apache Kafka as its own scripts start it (kafka-server-start.sh: KAFKA_HEAP_OPTS).
+REFERENCE_HEAP = "-Xmx1G -Xms1G"
 
 
 class UsageError(Exception):
@@ -27,7 +33,9 @@ class Target:
     bootstrap: str
     # The broker's process when it runs on this machine (RSS and CPU come from /proc).
     pid: int | None
-    own: Broker | None = None
+    # A broker this run started (stopped at the end), and how long it took to answer.
+    own: Broker | ReferenceKafka | None = None
+    start_s: float | None = None
 
     @property
     def host_port(self) -> tuple[str, int]:
@@ -46,8 +54,11 @@ def parse_host_port(text: str, what: str) -> tuple[str, int]:
 
 
 def parse_peer(text: str) -> tuple[str, str]:
-    """'NAME=HOST:PORT' to (name, 'host:port')."""
+    """'NAME=HOST:PORT' to (name, 'host:port'); 'kafka' or 'kafka=VERSION' to
+    ('kafka', 'VERSION'): Apache Kafka, started by the run (`start_reference`)."""
     name, sep, address = text.partition("=")
+    if name == "kafka" and (not sep or re.fullmatch(r"\d+\.\d+\.\d+", address)):
+        return name, address or DEFAULT_VERSION
     if not sep or not re.fullmatch(r"[A-Za-z0-9_.\-]+", name):
         raise UsageError(f"--peer wants NAME=HOST:PORT (e.g. kafka=127.0.0.1:9092), got {text!r}")
     host, port = parse_host_port(address, f"--peer {name}")
@@ -66,9 +77,22 @@ def connect(name: str, bootstrap: str) -> Target:
 
 def start_own(name: str, config: dict[str, Any]) -> Target:
     broker = Broker(process=True, config=config, startup_timeout=120)
+    began = time.monotonic()
     broker.start()
     assert broker._child is not None
-    return Target(name, broker.bootstrap_servers, broker._child.pid, own=broker)
+    return Target(
+        name, broker.bootstrap_servers, broker._child.pid, broker, time.monotonic() - began
+    )
+
+
+def start_reference(name: str, version: str, config: dict[str, Any]) -> Target:
+    """Apache Kafka `version` (KRaft, one combined node) with the settings kafkars gets,
+    its log dir in the same file system (the temporary directory), 1 GiB of heap."""
+    kafka = ReferenceKafka(version=version, config=config, heap=REFERENCE_HEAP, startup_timeout=180)
+    began = time.monotonic()
+    kafka.start()
+    assert kafka._child is not None
+    return Target(name, kafka.bootstrap_servers, kafka._child.pid, kafka, time.monotonic() - began)
 
 
 def pid_listening_on(port: int) -> int | None:

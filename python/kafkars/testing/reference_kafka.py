@@ -135,7 +135,8 @@ class ReferenceKafka:
     ({user: password}) adds a SASL_PLAINTEXT listener with PLAIN and SCRAM-SHA-256/512
     for those users (`sasl_bootstrap_servers`); SCRAM credentials are written at format
     time in KRaft mode. `features` ({name: level}, KRaft only) are set at format time,
-    e.g. {"transaction.version": 1} for the classic transaction protocol."""
+    e.g. {"transaction.version": 1} for the classic transaction protocol. `heap`: the
+    JVM's heap options (512 MiB for tests; Kafka's own scripts give it 1 GiB)."""
 
     def __init__(
         self,
@@ -147,6 +148,7 @@ class ReferenceKafka:
         sasl_users: dict[str, str] | None = None,
         features: dict[str, int] | None = None,
         startup_timeout: float = 90.0,
+        heap: str = HEAP,
     ) -> None:
         if zookeeper is not None and _major(version) >= 4:
             raise ValueError(f"Apache Kafka {version} has no ZooKeeper mode: use 3.9.x")
@@ -156,6 +158,7 @@ class ReferenceKafka:
         self.sasl_users = sasl_users or {}
         self.features = features or {}
         self.startup_timeout = startup_timeout
+        self.heap = heap
         self.data_dir = Path(tempfile.mkdtemp(prefix=f"reference-kafka-{version}-"))
         self.log_dir = self.data_dir / "data"
         self.port = free_port()
@@ -232,7 +235,7 @@ class ReferenceKafka:
     def _java(self, main_class: str, *args: str) -> list[str]:
         return [
             java_command(),
-            HEAP,
+            *self.heap.split(),
             "-XX:+UseG1GC",
             "-Djava.awt.headless=true",
             # slf4j-simple: the broker's INFO lines to stderr, into kafka.log.
