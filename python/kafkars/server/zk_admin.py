@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import time
 import uuid
 
 from kazoo.exceptions import NodeExistsError
@@ -57,28 +56,12 @@ class ZkAdmin:
                 Errors.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists."
             ) from None
         log.info("Created topic %s with assignment %s", name, replicas)
-        self._wait_for_leaders(name, len(replicas))
+        self.cache.await_leaders(name, len(replicas), _WAIT_FOR_LEADERS_S)
         return TopicMetadata(name, topic_id, partitions, len(replicas[0]), dict(configs))
-
-    def _wait_for_leaders(self, name: str, partitions: int) -> None:
-        deadline = time.monotonic() + _WAIT_FOR_LEADERS_S
-        while time.monotonic() < deadline:
-            topic = self.cache.get(name)
-            if (
-                topic is not None
-                and topic.num_partitions >= partitions
-                and all(
-                    self.cache.partition_state(name, p).leader_id >= 0 for p in range(partitions)
-                )
-            ):
-                return
-            time.sleep(0.02)
 
     def delete_topic(self, name: str) -> None:
         self.zk.mark_topic_for_deletion(name)
-        deadline = time.monotonic() + _WAIT_FOR_LEADERS_S
-        while self.cache.get(name) is not None and time.monotonic() < deadline:
-            time.sleep(0.02)
+        self.cache.await_deletion(name, _WAIT_FOR_LEADERS_S)
 
     def add_partitions(
         self, name: str, count: int, *, assignments: list[list[int]] | None = None
@@ -103,7 +86,7 @@ class ZkAdmin:
         self.zk.set_topic_assignment(
             name, dataclasses.replace(current, partitions={**current.partitions, **added})
         )
-        self._wait_for_leaders(name, count)
+        self.cache.await_leaders(name, count, _WAIT_FOR_LEADERS_S)
 
     def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
         self.zk.set_topic_configs(name, configs)

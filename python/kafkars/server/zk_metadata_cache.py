@@ -34,6 +34,9 @@ class ZkMetadataCache:
         self._cluster_id = cluster_id
         self._topic_configs = topic_configs
         self._lock = threading.Lock()
+        # Notified after every UpdateMetadata: admin requests wait on it for their topics'
+        # leaders (what Kafka's DelayedCreatePartitions completes on).
+        self._updated = threading.Condition(self._lock)
         self._brokers: dict[int, _Broker] = {}
         self._topics: dict[str, TopicMetadata] = {}
         self._by_id: dict[uuid.UUID, TopicMetadata] = {}
@@ -69,7 +72,26 @@ class ZkMetadataCache:
                     )
                     self._offline[tp] = list(p["offline_replicas"])
                 self._refresh_topic(name, topic_state["topic_id"], deleted)
+            self._updated.notify_all()
         return deleted
+
+    def await_leaders(self, name: str, partitions: int, timeout_s: float) -> bool:
+        """Whether every one of the topic's first `partitions` partitions has a leader
+        within `timeout_s` (as UpdateMetadata requests bring them)."""
+
+        def led() -> bool:
+            return all(
+                (state := self._states.get((name, p))) is not None and state.leader_id >= 0
+                for p in range(partitions)
+            )
+
+        with self._updated:
+            return self._updated.wait_for(led, timeout_s)
+
+    def await_deletion(self, name: str, timeout_s: float) -> bool:
+        """Whether the topic is gone from the cache within `timeout_s`."""
+        with self._updated:
+            return self._updated.wait_for(lambda: name not in self._topics, timeout_s)
 
     def _refresh_topic(self, name: str, topic_id: uuid.UUID, deleted: list[str]) -> None:
         indexes = sorted(p for t, p in self._states if t == name)
