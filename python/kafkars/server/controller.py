@@ -1,22 +1,30 @@
 """The controller: the one writer of topic metadata.
 
-Topic administration (create, delete, add partitions, alter topic configs) goes through
-a `Controller`; request handlers never write `MetadataStore` or make leaders themselves.
-`LocalController` is the single-broker controller: it writes the store and makes this
-broker the leader of every partition. A cluster-mode controller implements the same
-`Controller` protocol and the handlers stay as they are.
+Topic administration (create, delete, add partitions, alter topic configs) and the
+controller's own requests (leader elections, partition reassignments) go through a
+`Controller`, chosen once at start-up; request handlers never write `MetadataStore` or
+make leaders themselves, and never ask which mode the broker runs in. `LocalController` is
+the single-broker controller: it writes the store and makes this broker the leader of
+every partition. `ZkAdmin` is the cluster's: it writes ZooKeeper and hands the rest to the
+elected `KafkaController`.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Protocol
 
 from kafkars.config import KafkaConfig, LogConfig
+from kafkars.controller.reassignment import ReplicaAssignment
 from kafkars.protocol import Errors, KafkaError
 from kafkars.server.dynamic_config import DynamicBrokerConfig
 from kafkars.server.metadata import MetadataStore, TopicMetadata
 from kafkars.server.replica_manager import ReplicaManager
+
+TopicPartition = tuple[str, int]
+# A partition's outcome: (error code, message).
+Outcome = tuple[int, str | None]
 
 log = logging.getLogger("kafkars.server.KafkaServer")
 
@@ -41,6 +49,30 @@ class Controller(Protocol):
     ) -> None: ...
 
     def set_topic_configs(self, name: str, configs: dict[str, str]) -> None: ...
+
+    # -- what only the active controller answers (others: NOT_CONTROLLER) ---------------
+    @property
+    def active(self) -> bool: ...
+
+    def elect_leaders(
+        self,
+        partitions: list[TopicPartition] | None,
+        unclean: bool,
+        reply: Callable[[dict[TopicPartition, int]], None],
+    ) -> None: ...
+
+    def alter_reassignments(
+        self,
+        reassignments: dict[TopicPartition, list[int] | None],
+        allow_rf_change: bool,
+        reply: Callable[[dict[TopicPartition, Outcome]], None],
+    ) -> None: ...
+
+    def list_reassignments(
+        self,
+        partitions: list[TopicPartition] | None,
+        reply: Callable[[dict[TopicPartition, ReplicaAssignment]], None],
+    ) -> None: ...
 
 
 def validate_topic_configs(configs: dict[str, str]) -> None:
@@ -139,6 +171,68 @@ class LocalController:
             self._config.timestamp_limits(configs),
             min_insync_replicas=self._config.log_config(configs).min_insync_replicas,
         )
+
+    # -- the controller's requests: a single broker leads every partition already ------
+    @property
+    def active(self) -> bool:
+        return True
+
+    def _exists(self, topic: str, index: int) -> bool:
+        state = self._store.get(topic)
+        return state is not None and 0 <= index < state.num_partitions
+
+    def elect_leaders(
+        self,
+        partitions: list[TopicPartition] | None,
+        unclean: bool,
+        reply: Callable[[dict[TopicPartition, int]], None],
+    ) -> None:
+        """Each named partition: ELECTION_NOT_NEEDED (its leader is here)."""
+        reply(
+            {
+                (topic, index): int(
+                    Errors.ELECTION_NOT_NEEDED
+                    if self._exists(topic, index)
+                    else Errors.UNKNOWN_TOPIC_OR_PARTITION
+                )
+                for topic, index in partitions or []
+            }
+        )
+
+    def alter_reassignments(
+        self,
+        reassignments: dict[TopicPartition, list[int] | None],
+        allow_rf_change: bool,
+        reply: Callable[[dict[TopicPartition, Outcome]], None],
+    ) -> None:
+        """Each replica set checked as Kafka's single node checks it; a valid one is this
+        broker already, so the reassignment completes at once."""
+        reply({tp: self._reassignment(*tp, r) for tp, r in reassignments.items()})
+
+    def _reassignment(self, topic: str, index: int, replicas: list[int] | None) -> Outcome:
+        if not self._exists(topic, index):
+            message = f"Unable to find partition {topic}-{index}."
+            return int(Errors.UNKNOWN_TOPIC_OR_PARTITION), message
+        if replicas is None:
+            return int(Errors.NO_REASSIGNMENT_IN_PROGRESS), None
+        if len(set(replicas)) != len(replicas):
+            return int(Errors.INVALID_REPLICA_ASSIGNMENT), f"Duplicate replicas in {replicas}."
+        unknown = set(replicas) - {self._replica_manager.broker_id}
+        if not replicas or unknown:
+            return (
+                int(Errors.INVALID_REPLICA_ASSIGNMENT),
+                f"The manual partition assignment includes a broker that is not registered: "
+                f"{sorted(unknown)}.",
+            )
+        return 0, None
+
+    def list_reassignments(
+        self,
+        partitions: list[TopicPartition] | None,
+        reply: Callable[[dict[TopicPartition, ReplicaAssignment]], None],
+    ) -> None:
+        """Nothing is ever in progress."""
+        reply({})
 
     def reconfigure(self, _new: KafkaConfig) -> None:
         """Re-applies every topic's settings after a dynamic broker config change."""

@@ -246,7 +246,6 @@ class KafkaServer:
                 topic_configs=zk.get_topic_configs,
             )
             self.metadata_cache = cache
-            self.controller = ZkAdmin(zk, cache)
             self.cluster = ClusterMember(
                 zk,
                 self.broker_id,
@@ -255,6 +254,7 @@ class KafkaServer:
                 cache,
                 self.inter_broker_security,
             )
+            self.controller = ZkAdmin(zk, cache, self.cluster.controller)
             broker_id = self.broker_id
             allocate_producer_ids = partial(zk.allocate_producer_id_block, broker_id)
             topic_view: Any = cache

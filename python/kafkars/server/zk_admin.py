@@ -1,18 +1,22 @@
 """Topic administration in cluster mode (Kafka's AdminZkClient): request handlers on any
 broker write the change to ZooKeeper; the elected controller, watching there, makes it
-happen (leaders, ISRs, LeaderAndIsr and UpdateMetadata to the brokers)."""
+happen (leaders, ISRs, LeaderAndIsr and UpdateMetadata to the brokers). Elections and
+reassignments go to this broker's `KafkaController`, which answers them while elected."""
 
 from __future__ import annotations
 
 import dataclasses
 import logging
 import uuid
+from collections.abc import Callable
 
 from kazoo.exceptions import NodeExistsError
 
+from kafkars.controller.kafka_controller import KafkaController
+from kafkars.controller.reassignment import ReplicaAssignment
 from kafkars.controller.replica_placement import assign_replicas
 from kafkars.protocol import Errors, KafkaError
-from kafkars.server.controller import validate_topic_configs
+from kafkars.server.controller import Outcome, TopicPartition, validate_topic_configs
 from kafkars.server.metadata import TopicMetadata
 from kafkars.server.zk_metadata_cache import ZkMetadataCache
 from kafkars.zk.kafka_zk_client import KafkaZkClient
@@ -26,9 +30,39 @@ _WAIT_FOR_LEADERS_S = 10.0
 
 
 class ZkAdmin:
-    def __init__(self, zk: KafkaZkClient, cache: ZkMetadataCache) -> None:
+    def __init__(
+        self, zk: KafkaZkClient, cache: ZkMetadataCache, controller: KafkaController
+    ) -> None:
         self.zk = zk
         self.cache = cache
+        self._controller = controller
+
+    @property
+    def active(self) -> bool:
+        return self._controller.active
+
+    def elect_leaders(
+        self,
+        partitions: list[TopicPartition] | None,
+        unclean: bool,
+        reply: Callable[[dict[TopicPartition, int]], None],
+    ) -> None:
+        self._controller.elect_leaders(partitions, unclean, reply)
+
+    def alter_reassignments(
+        self,
+        reassignments: dict[TopicPartition, list[int] | None],
+        allow_rf_change: bool,
+        reply: Callable[[dict[TopicPartition, Outcome]], None],
+    ) -> None:
+        self._controller.alter_reassignments(reassignments, allow_rf_change, reply)
+
+    def list_reassignments(
+        self,
+        partitions: list[TopicPartition] | None,
+        reply: Callable[[dict[TopicPartition, ReplicaAssignment]], None],
+    ) -> None:
+        self._controller.list_reassignments(partitions, reply)
 
     def validate_topic_configs(self, configs: dict[str, str]) -> None:
         validate_topic_configs(configs)

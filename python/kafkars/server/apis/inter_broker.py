@@ -67,23 +67,10 @@ def handle_elect_leaders(apis: KafkaApis, request: Any) -> dict[str, Any]:
         results.update(outcome)
         done.set()
 
-    if apis.cluster is None:
-        reply(
-            {
-                (topic, index): int(
-                    Errors.ELECTION_NOT_NEEDED
-                    if (state := apis.metadata_cache.get(topic)) is not None
-                    and 0 <= index < state.num_partitions
-                    else Errors.UNKNOWN_TOPIC_OR_PARTITION
-                )
-                for topic, index in partitions or []
-            }
-        )
-    else:
-        controller = apis.cluster.controller
-        if not controller.active:
-            return {"throttle_time_ms": 0, "error_code": int(Errors.NOT_CONTROLLER)}
-        controller.elect_leaders(partitions, unclean, reply)
+    controller = apis.controller
+    if not controller.active:
+        return {"throttle_time_ms": 0, "error_code": int(Errors.NOT_CONTROLLER)}
+    controller.elect_leaders(partitions, unclean, reply)
     if not done.wait(max(1.0, body["timeout_ms"] / 1000)):
         return {"throttle_time_ms": 0, "error_code": int(Errors.REQUEST_TIMED_OUT)}
     by_topic: dict[str, list[dict[str, Any]]] = {}

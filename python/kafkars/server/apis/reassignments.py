@@ -1,7 +1,7 @@
 """AlterPartitionReassignments and ListPartitionReassignments (KIP-455), answered by the
-controller in cluster mode; other brokers answer NOT_CONTROLLER, as Kafka's do, and the
-admin clients send them to the controller. A single broker answers them as Kafka's
-single node does: each replica set checked, and nothing ever in progress."""
+active controller (`Controller`: a single broker's checks each replica set, and nothing is
+ever in progress, as on Kafka's single node); other brokers answer NOT_CONTROLLER, as
+Kafka's do, and the admin clients send them to the controller."""
 
 from __future__ import annotations
 
@@ -19,28 +19,6 @@ TopicPartition = tuple[str, int]
 
 def _wait_timeout_s(body: dict[str, Any]) -> float:
     return max(1.0, body["timeout_ms"] / 1000)
-
-
-def _single_broker_outcome(
-    apis: KafkaApis, topic: str, index: int, replicas: list[int] | None
-) -> tuple[int, str | None]:
-    """One partition's answer when this broker is the whole cluster."""
-    state = apis.metadata_cache.get(topic)
-    if state is None or not 0 <= index < state.num_partitions:
-        return int(Errors.UNKNOWN_TOPIC_OR_PARTITION), f"Unable to find partition {topic}-{index}."
-    if replicas is None:
-        return int(Errors.NO_REASSIGNMENT_IN_PROGRESS), None
-    if len(set(replicas)) != len(replicas):
-        return int(Errors.INVALID_REPLICA_ASSIGNMENT), f"Duplicate replicas in {replicas}."
-    alive = set(apis.metadata_cache.alive_broker_ids())
-    if not replicas or set(replicas) - alive:
-        return (
-            int(Errors.INVALID_REPLICA_ASSIGNMENT),
-            f"The manual partition assignment includes a broker that is not registered: "
-            f"{sorted(set(replicas) - alive)}.",
-        )
-    # Every replica is this broker already: the reassignment completes at once.
-    return 0, None
 
 
 def handle_alter_partition_reassignments(apis: KafkaApis, request: Any) -> dict[str, Any]:
@@ -68,11 +46,7 @@ def handle_alter_partition_reassignments(apis: KafkaApis, request: Any) -> dict[
             "responses": [{"name": n, "partitions": ps} for n, ps in by_topic.items()],
         }
 
-    if apis.cluster is None:
-        return response(
-            0, {(t, i): _single_broker_outcome(apis, t, i, r) for (t, i), r in wanted.items()}
-        )
-    controller = apis.cluster.controller
+    controller = apis.controller
     if not controller.active:
         return response(int(Errors.NOT_CONTROLLER), {tp: (0, None) for tp in wanted})
     done = threading.Event()
@@ -115,9 +89,7 @@ def handle_list_partition_reassignments(apis: KafkaApis, request: Any) -> dict[s
             "topics": [{"name": n, "partitions": ps} for n, ps in by_topic.items()],
         }
 
-    if apis.cluster is None:
-        return response(0, {})
-    controller = apis.cluster.controller
+    controller = apis.controller
     if not controller.active:
         return response(int(Errors.NOT_CONTROLLER), {})
     done = threading.Event()
