@@ -175,6 +175,8 @@ class Log:
     partition: int
     dir: str
     dir_parent: str | None
+    def assign_topic_id(self, topic_id: bytes) -> None: ...
+    def topic_id(self) -> bytes | None: ...
     log_end_offset: int
     log_start_offset: int
     high_watermark: int

@@ -19,7 +19,7 @@ from kazoo.exceptions import BadVersionError
 
 from kafkars.controller import KafkaController
 from kafkars.controller.channel_manager import call_broker
-from kafkars.protocol import Errors
+from kafkars.protocol import Errors, KafkaError
 from kafkars.security.client_auth import PLAINTEXT, ClientSecurity
 from kafkars.server.dynamic_config import DynamicBrokerConfig
 from kafkars.server.replica_manager import ReplicaManager
@@ -158,6 +158,7 @@ class ClusterMember:
                             replicas=list(p["replicas"]),
                             isr=list(p["isr"]),
                             min_insync_replicas=min_isr,
+                            topic_id=topic_state["topic_id"],
                         )
                         with self._lock:
                             self._zk_versions[(name, index)] = (
@@ -176,9 +177,14 @@ class ClusterMember:
                             list(p["replicas"]),
                             list(p["isr"]),
                             leader_endpoint=leaders.get(p["leader"]),
+                            topic_id=topic_state["topic_id"],
                         )
                     if self.leadership_listeners:
                         self._leadership_changes.put((name, index, p["leader"] == self.broker_id))
+                except KafkaError as e:
+                    # INCONSISTENT_TOPIC_ID, a storage error: the partition's own code.
+                    log.error("LeaderAndIsr for %s-%s failed: %s", name, index, e)
+                    code = int(e.code)
                 except Exception as e:
                     log.exception("LeaderAndIsr for %s-%s failed: %s", name, index, e)
                     code = int(Errors.KAFKA_STORAGE_ERROR)

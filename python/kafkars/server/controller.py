@@ -95,9 +95,14 @@ class LocalController:
         self._config = config
 
     def startup(self) -> None:
-        """Leads every partition of every known topic (after the logs are loaded)."""
+        """Leads every partition of every known topic (after the logs are loaded). A
+        topic whose directories belong to another topic id (`partition.metadata`) stays
+        offline, logged, and the broker serves the rest."""
         for topic in self._store.topics():
-            self._become_leader(topic)
+            try:
+                self._become_leader(topic)
+            except KafkaError as e:
+                log.error("Cannot lead the partitions of %s: %s", topic.name, e)
 
     def _become_leader(self, topic: TopicMetadata) -> None:
         settings = self._config.storage_config(topic.configs)
@@ -105,7 +110,12 @@ class LocalController:
         min_isr = self._config.log_config(topic.configs).min_insync_replicas
         for index in range(topic.num_partitions):
             self._replica_manager.become_leader(
-                topic.name, index, settings, limits, min_insync_replicas=min_isr
+                topic.name,
+                index,
+                settings,
+                limits,
+                min_insync_replicas=min_isr,
+                topic_id=topic.topic_id,
             )
 
     def validate_topic_configs(self, configs: dict[str, str]) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from typing import Any
 
 from kafkars import _core
@@ -44,14 +45,23 @@ class ReplicaManager:
         self.retired_counters: dict[str, list[int]] = {}
         self._lock = threading.Lock()
 
-    def _partition(self, topic: str, partition: int, log_config: dict[str, Any]) -> Any:
-        """The partition's handle, opening its log on first use."""
-        existing = self._partitions.get((topic, partition))
-        if existing is not None:
-            return existing
-        log = self.log_manager.get_or_create_log(topic, partition, log_config)
-        handle = _core.Partition(log, self.broker_id, self.delayed)
-        self._partitions[(topic, partition)] = handle
+    def _partition(
+        self,
+        topic: str,
+        partition: int,
+        log_config: dict[str, Any],
+        topic_id: uuid.UUID | None = None,
+    ) -> Any:
+        """The partition's handle, opening its log on first use; its `partition.metadata`
+        records `topic_id` (KafkaError INCONSISTENT_TOPIC_ID if the directory is another
+        topic's, as Kafka's Partition.createLogIfNotExists refuses it)."""
+        handle = self._partitions.get((topic, partition))
+        if handle is None:
+            log = self.log_manager.get_or_create_log(topic, partition, log_config)
+            handle = _core.Partition(log, self.broker_id, self.delayed)
+            self._partitions[(topic, partition)] = handle
+        if topic_id is not None and topic_id.int != 0:
+            handle.log.assign_topic_id(topic_id.bytes)
         return handle
 
     def become_leader(
@@ -65,10 +75,11 @@ class ReplicaManager:
         replicas: list[int] | None = None,
         isr: list[int] | None = None,
         min_insync_replicas: int = 1,
+        topic_id: uuid.UUID | None = None,
     ) -> Any:
         """Leads `topic`-`partition` (alone, unless `replicas`/`isr` name followers)."""
         with self._lock:
-            handle = self._partition(topic, partition, log_config)
+            handle = self._partition(topic, partition, log_config, topic_id)
             if self.fetchers is not None and not handle.is_leader:
                 self.fetchers.remove_partitions([(topic, partition)])
             self._timestamp_limits[topic] = timestamp_limits
@@ -90,12 +101,13 @@ class ReplicaManager:
         isr: list[int] | None = None,
         *,
         leader_endpoint: tuple[str, int] | None = None,
+        topic_id: uuid.UUID | None = None,
     ) -> Any:
         """Follows `leader_id` for `topic`-`partition`, fetching from `leader_endpoint`
         (its inter-broker listener) when given; waiting requests on the partition are
         answered (NOT_LEADER_OR_FOLLOWER for produces, the fetch re-read for fetches)."""
         with self._lock:
-            handle = self._partition(topic, partition, log_config)
+            handle = self._partition(topic, partition, log_config, topic_id)
             changed = handle.make_follower(leader_id, leader_epoch, replicas or [], isr or [])
             if self.fetchers is not None:
                 if leader_endpoint is None:

@@ -13,7 +13,7 @@ use kafkars_storage::{
 };
 use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyBytes, PyDict};
 
 use crate::errors;
 use crate::file_records::FileRecords;
@@ -113,6 +113,24 @@ impl PyLog {
     #[getter]
     fn dir(&self) -> PathBuf {
         self.inner.dir()
+    }
+    /// Records the partition's topic id in its `partition.metadata` (written once);
+    /// raises `KafkaError` (INCONSISTENT_TOPIC_ID) when the directory holds another's.
+    fn assign_topic_id(&self, py: Python<'_>, topic_id: &[u8]) -> PyResult<()> {
+        let topic_id: [u8; 16] = topic_id
+            .try_into()
+            .map_err(|_| PyValueError::new_err("a topic id is 16 bytes"))?;
+        let dir = self.inner.dir();
+        py.detach(|| kafkars_storage::partition_metadata::assign(&dir, &topic_id))
+            .map_err(log_error)
+    }
+    /// The topic id in the partition's `partition.metadata`, if it has one.
+    fn topic_id<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        let dir = self.inner.dir();
+        let id = py
+            .detach(|| kafkars_storage::partition_metadata::read(&dir))
+            .map_err(log_error)?;
+        Ok(id.map(|id| PyBytes::new(py, &id)))
     }
     /// The log dir (entry of `log.dirs`) holding this partition.
     #[getter]

@@ -20,6 +20,7 @@ const NOT_LEADER_OR_FOLLOWER: i16 = ResponseError::NotLeaderOrFollower.code();
 const NOT_ENOUGH_REPLICAS: i16 = ResponseError::NotEnoughReplicas.code();
 const LOG_DIR_NOT_FOUND: i16 = ResponseError::LogDirNotFound.code();
 const REPLICA_NOT_AVAILABLE: i16 = ResponseError::ReplicaNotAvailable.code();
+const INCONSISTENT_TOPIC_ID: i16 = ResponseError::InconsistentTopicId.code();
 
 /// Result alias for storage operations.
 pub type Result<T, E = LogError> = std::result::Result<T, E>;
@@ -144,6 +145,17 @@ pub enum LogError {
     /// No log of the partition on this broker (AlterReplicaLogDirs).
     #[error("no replica of {0} on this broker")]
     ReplicaNotAvailable(String),
+    /// The partition directory belongs to another topic of the same name
+    /// (`partition.metadata`; Kafka's InconsistentTopicIdException).
+    #[error("topic id {assigned} assigned to {dir}, which holds topic id {recorded}")]
+    InconsistentTopicId {
+        /// The partition directory.
+        dir: PathBuf,
+        /// The id in its `partition.metadata`.
+        recorded: String,
+        /// The id the broker was told.
+        assigned: String,
+    },
 }
 
 impl LogError {
@@ -169,6 +181,7 @@ impl LogError {
             LogError::NotEnoughReplicas(_) => NOT_ENOUGH_REPLICAS,
             LogError::LogDirNotFound(_) => LOG_DIR_NOT_FOUND,
             LogError::ReplicaNotAvailable(_) => REPLICA_NOT_AVAILABLE,
+            LogError::InconsistentTopicId { .. } => INCONSISTENT_TOPIC_ID,
             LogError::Io { .. }
             | LogError::CorruptIndex { .. }
             | LogError::MalformedFile { .. }

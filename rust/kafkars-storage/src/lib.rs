@@ -47,6 +47,7 @@ pub use log_manager::{LoadReport, LogManager};
 pub mod cleaner;
 pub mod offset_map;
 pub mod partition;
+pub mod partition_metadata;
 pub use cleaner::{CleanStage, CleanerConfig, CleanerStats};
 pub use offset_map::OffsetMap;
 pub use partition::{
