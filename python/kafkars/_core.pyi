@@ -16,6 +16,7 @@ __all__ = [
     "KafkarsError",
     "CorruptRecordError",
     "LogError",
+    "RecordValidationError",
     "Record",
     "RecordBatch",
     "decode_batches",
@@ -44,6 +45,10 @@ class CorruptRecordError(KafkarsError):
 
 class LogError(KafkarsError):
     """args: (kafka_error_code, message)"""
+
+class RecordValidationError(LogError):
+    """Records of a batch refused one by one (INVALID_RECORD or INVALID_TIMESTAMP).
+    args: (kafka_error_code, message, [(batch_index, message)])"""
 
 # -- record batches ----------------------------------------------------------------------
 

@@ -14,8 +14,7 @@ import time
 from typing import Any
 
 from kafkars import _core
-from kafkars.server.errors import Errors, KafkaError
-from kafkars.server.log_validator import TimestampLimits
+from kafkars.server.errors import Errors, KafkaError, RecordValidationError
 
 TopicPartition = tuple[str, int]
 
@@ -37,8 +36,6 @@ class ReplicaManager:
         # The Rust replica fetcher threads followers copy their leaders' logs with.
         self.fetchers = fetchers
         self._partitions: dict[TopicPartition, _core.Partition] = {}
-        # CreateTime bounds per topic, checked before the Rust log validates and appends.
-        self._timestamp_limits: dict[str, TimestampLimits | None] = {}
         # Byte and record counts of partitions deleted since start-up, so the per-topic
         # counters never go down.
         self.retired_counters: dict[str, list[int]] = {}
@@ -59,7 +56,6 @@ class ReplicaManager:
         topic: str,
         partition: int,
         log_config: dict[str, Any],
-        timestamp_limits: TimestampLimits | None = None,
         *,
         leader_epoch: int = 0,
         replicas: list[int] | None = None,
@@ -71,7 +67,6 @@ class ReplicaManager:
             handle = self._partition(topic, partition, log_config)
             if self.fetchers is not None and not handle.is_leader:
                 self.fetchers.remove_partitions([(topic, partition)])
-            self._timestamp_limits[topic] = timestamp_limits
             handle.set_min_insync_replicas(min_insync_replicas)
             if not handle.is_leader or handle.leader_epoch != leader_epoch:
                 handle.make_leader(
@@ -130,11 +125,9 @@ class ReplicaManager:
         self,
         topic: str,
         log_config: dict[str, Any],
-        timestamp_limits: TimestampLimits | None = None,
         *,
         min_insync_replicas: int = 1,
     ) -> None:
-        self._timestamp_limits[topic] = timestamp_limits
         for (t, _), p in list(self._partitions.items()):
             if t == topic:
                 p.log.update_config(log_config)
@@ -144,7 +137,6 @@ class ReplicaManager:
         with self._lock:
             for tp in [tp for tp in self._partitions if tp[0] == topic]:
                 self._remove_partition_locked(*tp)
-            self._timestamp_limits.pop(topic, None)
 
     def remove_partition(self, topic: str, partition: int) -> None:
         """Deletes one replica's log (StopReplica with delete)."""
@@ -193,10 +185,6 @@ class ReplicaManager:
             if handle.is_leader and handle.replica_states:
                 self.stop_fetching(topic, partition)
 
-    def timestamp_limits(self, topic: str) -> TimestampLimits | None:
-        """The CreateTime bounds appends to `topic` are checked against, if any."""
-        return self._timestamp_limits.get(topic)
-
     def get_partition(self, topic: str, partition: int) -> Any:
         """The partition, if this broker leads it (Kafka's getPartitionOrException with
         the leader check every client-facing request makes)."""
@@ -221,11 +209,11 @@ class ReplicaManager:
         """Validates and appends one partition's records as its leader; returns the Rust
         append info. `required_acks=-1` needs `min.insync.replicas` in the ISR."""
         p = self.get_partition(topic, partition)
-        limits = self._timestamp_limits.get(topic)
-        if limits is not None:
-            limits.validate(records)
         try:
             return p.append_records_to_leader(records, required_acks)
+        except _core.RecordValidationError as e:
+            code, message, record_errors = e.args
+            raise RecordValidationError(Errors(code), message, record_errors) from None
         except _core.LogError as e:
             raise KafkaError(Errors(e.args[0]), e.args[1]) from None
 

@@ -23,6 +23,14 @@ create_exception!(
     "A log operation failed. args: (kafka_error_code, message)."
 );
 
+create_exception!(
+    _core,
+    RecordValidationError,
+    LogError,
+    "Records of a batch refused one by one (INVALID_RECORD or INVALID_TIMESTAMP). \
+     args: (kafka_error_code, message, [(batch_index, message)])."
+);
+
 pub(crate) fn record_error(e: kafkars_record::RecordError) -> PyErr {
     CorruptRecordError::new_err((e.kafka_error_code(), e.to_string()))
 }
@@ -32,5 +40,9 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("KafkarsError", py.get_type::<KafkarsError>())?;
     m.add("CorruptRecordError", py.get_type::<CorruptRecordError>())?;
     m.add("LogError", py.get_type::<LogError>())?;
+    m.add(
+        "RecordValidationError",
+        py.get_type::<RecordValidationError>(),
+    )?;
     Ok(())
 }
