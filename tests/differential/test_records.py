@@ -126,6 +126,41 @@ def test_produce_errors(pair: Pair, name: str) -> None:
     )
 
 
+def test_produce_record_errors(pair: Pair, name: str) -> None:
+    """Batches refused record by record (Kafka's LogValidator): keyless records on a
+    compacted topic, and CreateTime timestamps outside the topic's bounds."""
+    compacted = f"{name}-compacted"
+    make_topic(pair, compacted, **{"cleanup.policy": "compact"})
+    keyless = [(None if i % 2 == 0 else b"k", b"v", int(time.time() * 1000), []) for i in range(5)]
+    pair.check(
+        ApiKey.PRODUCE,
+        lambda v: produce(compacted, _core.RecordSet(_core.build_batch(keyless))),
+        scenario="keyless records on a compacted topic",
+    )
+    bounded = f"{name}-bounded"
+    make_topic(pair, bounded, **{"message.timestamp.before.max.ms": "3600000"})
+    now = int(time.time() * 1000)
+    rows = [(b"k", b"v", ts, []) for ts in (now, now - 7_200_000, now - 1, now - 9_000_000)]
+    records = _core.RecordSet(_core.build_batch(rows, compression="lz4"))
+    # The bounds in the messages follow each broker's clock: compared without them.
+    answers = pair.call(ApiKey.PRODUCE, 9, produce(bounded, records))
+    shapes = {}
+    for broker, response in answers.items():
+        [part] = response["responses"][0]["partition_responses"]
+        shapes[broker] = (
+            part["error_code"],
+            part["error_message"],
+            part["base_offset"],
+            part["log_start_offset"],
+            [
+                (e["batch_index"], e["batch_index_error_message"].split(" is out of range")[0])
+                for e in part["record_errors"]
+            ],
+        )
+    assert shapes["kafka"] == shapes["kafkars"], shapes
+    assert shapes["kafka"][0] == 32, shapes  # INVALID_TIMESTAMP
+
+
 def test_fetch(pair: Pair, name: str) -> None:
     seed(pair, name)
     pair.check(ApiKey.FETCH, lambda v: fetch(name, v), scenario="from the start")

@@ -141,7 +141,6 @@ class ClusterMember:
             name = topic_state["topic_name"]
             configs = self.zk.get_topic_configs(name)
             settings = self.config.storage_config(configs)
-            limits = self.config.timestamp_limits(configs)
             min_isr = self.config.log_config(configs).min_insync_replicas
             errors = []
             for p in topic_state["partition_states"]:
@@ -153,7 +152,6 @@ class ClusterMember:
                             name,
                             index,
                             settings,
-                            limits,
                             leader_epoch=p["leader_epoch"],
                             replicas=list(p["replicas"]),
                             isr=list(p["isr"]),
@@ -243,7 +241,6 @@ class ClusterMember:
             self.replica_manager.update_config(
                 topic,
                 self.config.storage_config(configs),
-                self.config.timestamp_limits(configs),
                 min_insync_replicas=self.config.log_config(configs).min_insync_replicas,
             )
             log.info("[Broker id=%s] applied new configs of topic %s", self.broker_id, topic)

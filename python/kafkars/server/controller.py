@@ -106,14 +106,12 @@ class LocalController:
 
     def _become_leader(self, topic: TopicMetadata) -> None:
         settings = self._config.storage_config(topic.configs)
-        limits = self._config.timestamp_limits(topic.configs)
         min_isr = self._config.log_config(topic.configs).min_insync_replicas
         for index in range(topic.num_partitions):
             self._replica_manager.become_leader(
                 topic.name,
                 index,
                 settings,
-                limits,
                 min_insync_replicas=min_isr,
                 topic_id=topic.topic_id,
             )
@@ -178,7 +176,6 @@ class LocalController:
         self._replica_manager.update_config(
             name,
             self._config.storage_config(configs),
-            self._config.timestamp_limits(configs),
             min_insync_replicas=self._config.log_config(configs).min_insync_replicas,
         )
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkars.config import ConfigStore, KafkaConfig, LogConfig, describe_topic
-from kafkars.server.log_validator import TimestampLimits
+from kafkars.config.definition import LONG_MAX
 
 # Called with (current, proposed); may raise ConfigException to refuse the change.
 Validator = Callable[[KafkaConfig, KafkaConfig], None]
@@ -25,6 +25,11 @@ Reconfigurable = Callable[[KafkaConfig], None]
 def storage_settings(config: LogConfig) -> dict[str, Any]:
     """A topic's effective LogConfig in the shape the Rust log takes."""
     get = config.get
+    # As in Kafka 3.9, the deprecated difference.max.ms stands in for a bound left at its
+    # default; the Rust LogValidator checks CreateTime timestamps against the result.
+    difference = int(get("message.timestamp.difference.max.ms"))
+    before = int(get("message.timestamp.before.max.ms"))
+    after = int(get("message.timestamp.after.max.ms"))
     return {
         "segment_bytes": int(get("segment.bytes")),
         "segment_ms": int(get("segment.ms")),
@@ -36,6 +41,8 @@ def storage_settings(config: LogConfig) -> dict[str, Any]:
         "flush_ms": int(get("flush.ms")),
         "file_delete_delay_ms": int(get("file.delete.delay.ms")),
         "message_timestamp_type": str(get("message.timestamp.type")),
+        "message_timestamp_before_max_ms": difference if before == LONG_MAX else before,
+        "message_timestamp_after_max_ms": difference if after == LONG_MAX else after,
         "compression": str(get("compression.type")),
         "compacted": "compact" in get("cleanup.policy"),
         "retention_ms": int(get("retention.ms")),
@@ -112,10 +119,6 @@ class DynamicBrokerConfig:
     def storage_config(self, overrides: dict[str, str]) -> dict[str, Any]:
         """The topic's effective settings in the shape the Rust log takes."""
         return storage_settings(self.log_config(overrides))
-
-    def timestamp_limits(self, overrides: dict[str, str]) -> TimestampLimits | None:
-        """The topic's CreateTime timestamp bounds checked on append, if any."""
-        return TimestampLimits.from_log_config(self.log_config(overrides))
 
     def describe_topic_configs(self, overrides: dict[str, str]) -> list[Any]:
         return describe_topic(self._config, overrides)

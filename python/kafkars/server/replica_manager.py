@@ -16,7 +16,6 @@ from typing import Any
 
 from kafkars import _core
 from kafkars.protocol import Errors, KafkaError
-from kafkars.server.log_validator import TimestampLimits
 
 TopicPartition = tuple[str, int]
 
@@ -38,8 +37,6 @@ class ReplicaManager:
         # The Rust replica fetcher threads followers copy their leaders' logs with.
         self.fetchers = fetchers
         self._partitions: dict[TopicPartition, _core.Partition] = {}
-        # CreateTime bounds per topic, checked before the Rust log validates and appends.
-        self._timestamp_limits: dict[str, TimestampLimits | None] = {}
         # Byte and record counts of partitions deleted since start-up, so the per-topic
         # counters never go down.
         self.retired_counters: dict[str, list[int]] = {}
@@ -69,7 +66,6 @@ class ReplicaManager:
         topic: str,
         partition: int,
         log_config: dict[str, Any],
-        timestamp_limits: TimestampLimits | None = None,
         *,
         leader_epoch: int = 0,
         replicas: list[int] | None = None,
@@ -82,7 +78,6 @@ class ReplicaManager:
             handle = self._partition(topic, partition, log_config, topic_id)
             if self.fetchers is not None and not handle.is_leader:
                 self.fetchers.remove_partitions([(topic, partition)])
-            self._timestamp_limits[topic] = timestamp_limits
             handle.set_min_insync_replicas(min_insync_replicas)
             if not handle.is_leader or handle.leader_epoch != leader_epoch:
                 handle.make_leader(
@@ -142,11 +137,9 @@ class ReplicaManager:
         self,
         topic: str,
         log_config: dict[str, Any],
-        timestamp_limits: TimestampLimits | None = None,
         *,
         min_insync_replicas: int = 1,
     ) -> None:
-        self._timestamp_limits[topic] = timestamp_limits
         for (t, _), p in list(self._partitions.items()):
             if t == topic:
                 p.log.update_config(log_config)
@@ -156,7 +149,6 @@ class ReplicaManager:
         with self._lock:
             for tp in [tp for tp in self._partitions if tp[0] == topic]:
                 self._remove_partition_locked(*tp)
-            self._timestamp_limits.pop(topic, None)
 
     def remove_partition(self, topic: str, partition: int) -> None:
         """Deletes one replica's log (StopReplica with delete)."""
@@ -205,10 +197,6 @@ class ReplicaManager:
             if handle.is_leader and handle.replica_states:
                 self.stop_fetching(topic, partition)
 
-    def timestamp_limits(self, topic: str) -> TimestampLimits | None:
-        """The CreateTime bounds appends to `topic` are checked against, if any."""
-        return self._timestamp_limits.get(topic)
-
     def get_partition(self, topic: str, partition: int) -> Any:
         """The partition, if this broker leads it (Kafka's getPartitionOrException with
         the leader check every client-facing request makes)."""
@@ -233,9 +221,6 @@ class ReplicaManager:
         """Validates and appends one partition's records as its leader; returns the Rust
         append info. `required_acks=-1` needs `min.insync.replicas` in the ISR."""
         p = self.get_partition(topic, partition)
-        limits = self._timestamp_limits.get(topic)
-        if limits is not None:
-            limits.validate(records)
         return p.append_records_to_leader(records, required_acks)
 
     def await_replication(self, topic: str, partition: int, offset: int, timeout_s: float) -> None:

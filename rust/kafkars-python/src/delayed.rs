@@ -686,8 +686,25 @@ impl DelayedOperations {
                                 }
                                 Err(e) => {
                                     let code = e.kafka_error_code();
+                                    if let LogError::RecordValidation {
+                                        message,
+                                        record_errors,
+                                        ..
+                                    } = e
+                                    {
+                                        // Kafka's RecordValidationException: the batch
+                                        // refused for the records named, answered with
+                                        // the partition's log start offset.
+                                        return partition_error(
+                                            spec.index,
+                                            code,
+                                            Some(message),
+                                            record_errors,
+                                        )
+                                        .with_log_start_offset(partition.log().log_start_offset());
+                                    }
                                     // Kafka words only record validation failures
-                                    // (RecordValidationException); other append errors
+                                    // (InvalidRecordException); other append errors
                                     // answer with the code alone.
                                     let validation = [
                                         ResponseError::InvalidRecord.code(),

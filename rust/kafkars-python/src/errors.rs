@@ -17,8 +17,11 @@ create_exception!(
     "A record batch failed validation. args: (kafka_error_code, message)."
 );
 // A failed log or replica operation raises Python's own `KafkaError` (args: code,
-// message), the exception the handlers answer with, so nothing re-maps it.
+// message), the exception the handlers answer with, so nothing re-maps it; records of a
+// batch refused one by one raise its `RecordValidationError` (args: code, message,
+// [(batch_index, message)]), answered in the Produce response's record_errors.
 pyo3::import_exception!(kafkars.protocol, KafkaError);
+pyo3::import_exception!(kafkars.protocol, RecordValidationError);
 
 pub(crate) fn record_error(e: kafkars_record::RecordError) -> PyErr {
     CorruptRecordError::new_err((e.kafka_error_code(), e.to_string()))

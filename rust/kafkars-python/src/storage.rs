@@ -19,7 +19,15 @@ use crate::errors;
 use crate::file_records::FileRecords;
 
 pub(crate) fn log_error(e: LogError) -> PyErr {
-    errors::KafkaError::new_err((e.kafka_error_code(), e.to_string()))
+    let code = e.kafka_error_code();
+    match e {
+        LogError::RecordValidation {
+            message,
+            record_errors,
+            ..
+        } => errors::RecordValidationError::new_err((code, message, record_errors)),
+        e => errors::KafkaError::new_err((code, e.to_string())),
+    }
 }
 
 /// Reads a storage config dict (keys as in [`LogConfig`]'s fields); missing keys keep
@@ -46,6 +54,12 @@ fn log_config(settings: &Bound<'_, PyDict>) -> PyResult<LogConfig> {
             "min_cleanable_dirty_ratio" => c.min_cleanable_dirty_ratio = value.extract()?,
             "min_compaction_lag_ms" => c.min_compaction_lag_ms = value.extract()?,
             "max_compaction_lag_ms" => c.max_compaction_lag_ms = value.extract()?,
+            "message_timestamp_before_max_ms" => {
+                c.message_timestamp_before_max_ms = value.extract()?;
+            }
+            "message_timestamp_after_max_ms" => {
+                c.message_timestamp_after_max_ms = value.extract()?;
+            }
             "message_timestamp_type" => {
                 let name: String = value.extract()?;
                 c.message_timestamp_type = match name.as_str() {

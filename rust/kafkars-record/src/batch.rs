@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use crate::compression::{self, Compression};
 use crate::crc::crc32c;
 use crate::error::RecordError;
-use crate::record::{Records, skip_record};
+use crate::record::{RecordSummary, Records, skip_record};
 use crate::streaming;
 
 /// Bytes before a batch's length-delimited part: baseOffset (8) + batchLength (4).
@@ -288,6 +288,19 @@ impl<'a> RecordBatch<'a> {
     /// [`validate`](Self::validate) with decompression bounded by `limit` bytes.
     pub fn validate_with_limit(&self, limit: usize) -> Result<(), RecordError> {
         self.ensure_valid()?;
+        self.walk_records(limit, None, |_| {})
+    }
+
+    /// Walks the records once, checking what [`validate`](Self::validate) checks except
+    /// the CRC, and calls `visit` with each record in order. A compressed batch is walked
+    /// as it inflates (never held inflated, unless `capture` asks for the inflated
+    /// records section, which is then appended to it: what a broker re-encodes).
+    pub fn walk_records(
+        &self,
+        limit: usize,
+        capture: Option<&mut Vec<u8>>,
+        mut visit: impl FnMut(RecordSummary),
+    ) -> Result<(), RecordError> {
         let last_offset_delta = self.last_offset_delta();
         if last_offset_delta < 0 {
             return Err(RecordError::invalid(format!(
@@ -296,21 +309,30 @@ impl<'a> RecordBatch<'a> {
         }
         let compression = self.compression()?;
         let count = self.records_count();
-        if count >= 0
-            && let Some(decoder) =
-                compression::streaming_decoder(compression, self.records_bytes())?
+        if count < 0 {
+            return Err(RecordError::corrupt(format!(
+                "invalid record count {count}"
+            )));
+        }
+        if let Some(decoder) =
+            compression::streaming_decoder(compression, self.records_bytes(), limit)?
         {
-            // A compressed batch is walked as it inflates, never held inflated.
-            return streaming::validate_records(
+            return streaming::walk_records(
                 decoder,
                 compression,
                 count,
                 last_offset_delta,
                 limit,
+                capture,
+                visit,
             );
         }
         let records = self.records_with_limit(limit)?;
-        validate_records_body(records.body(), records.len(), last_offset_delta)
+        walk_records_body(records.body(), records.len(), last_offset_delta, &mut visit)?;
+        if let Some(capture) = capture {
+            capture.extend_from_slice(records.body());
+        }
+        Ok(())
     }
 
     /// [`validate`](Self::validate) plus the rules Kafka's LogValidator applies to
@@ -369,15 +391,27 @@ impl<'a> RecordBatch<'a> {
 }
 
 /// The records-section checks of [`RecordBatch::validate`] on a decompressed `body`.
+#[cfg(test)]
 pub(crate) fn validate_records_body(
     body: &[u8],
     count: usize,
     last_offset_delta: i32,
 ) -> Result<(), RecordError> {
+    walk_records_body(body, count, last_offset_delta, &mut |_| {})
+}
+
+/// [`validate_records_body`], calling `visit` with each record in order.
+fn walk_records_body(
+    body: &[u8],
+    count: usize,
+    last_offset_delta: i32,
+    visit: &mut impl FnMut(RecordSummary),
+) -> Result<(), RecordError> {
     let mut pos = 0;
     let mut previous_delta: Option<i32> = None;
     for _ in 0..count {
-        let delta = skip_record(body, &mut pos)?;
+        let record = skip_record(body, &mut pos)?;
+        let delta = record.offset_delta;
         if delta < 0 || delta > last_offset_delta {
             return Err(RecordError::invalid(format!(
                 "offset delta {delta} outside 0..={last_offset_delta}"
@@ -389,6 +423,7 @@ pub(crate) fn validate_records_body(
             )));
         }
         previous_delta = Some(delta);
+        visit(record);
     }
     if pos != body.len() {
         return Err(RecordError::corrupt(format!(

@@ -278,6 +278,17 @@ pub fn recompress(batch: &RecordBatch<'_>, target: Compression) -> Result<Vec<u8
     )
 }
 
+/// Rebuilds `batch` around `body`, its records section already inflated (and walked, see
+/// [`RecordBatch::walk_records`]), compressed with `target`; every other field and the
+/// attributes bits are kept.
+pub fn recompress_records(
+    batch: &RecordBatch<'_>,
+    body: &[u8],
+    target: Compression,
+) -> Result<Vec<u8>, RecordError> {
+    write_batch(&BatchHeader::of(batch, batch.records_count()), target, body)
+}
+
 /// Rebuilds `batch` keeping only the records `keep` accepts, byte for byte, with
 /// the same codec and header fields (lastOffsetDelta included, so the batch still
 /// ends where it did), as the log cleaner does. The result may hold no record.

@@ -148,14 +148,17 @@ const WHOLE_ZSTD_BYTES: u64 = 2 << 20;
 
 /// A decoder of the records section `data` for validation as a stream (see
 /// [`crate::streaming`]), or `None` when it is decoded whole: not compressed, snappy
-/// (xerial blocks are decoded whole; snappy expands at most about 21 times), or a zstd
-/// frame that declares a small size.
+/// without the xerial framing (one raw block, its size declared up front), or a zstd
+/// frame that declares a small size. `limit` bounds what one snappy block may inflate to.
 pub(crate) fn streaming_decoder(
     c: Compression,
     data: &[u8],
+    limit: usize,
 ) -> Result<Option<Box<dyn Read + '_>>, RecordError> {
     Ok(match c {
-        Compression::None | Compression::Snappy => None,
+        Compression::None => None,
+        Compression::Snappy => xerial::is_framed(data)
+            .then(|| Box::new(xerial::Decoder::new(data, limit)) as Box<dyn Read + '_>),
         Compression::Gzip => Some(Box::new(flate2::read::MultiGzDecoder::new(data))),
         Compression::Lz4 => Some(Box::new(lz4_flex::frame::FrameDecoder::new(data))),
         Compression::Zstd => match zstd::zstd_safe::get_frame_content_size(data) {
@@ -300,10 +303,80 @@ mod xerial {
         Ok(out)
     }
 
+    /// Whether `data` starts with the xerial stream header (else it is one raw block).
+    pub(super) fn is_framed(data: &[u8]) -> bool {
+        data.len() >= HEADER.len() && data[..MAGIC_LEN] == HEADER[..MAGIC_LEN]
+    }
+
+    /// Reads a xerial stream one block at a time: at most one inflated block is held.
+    pub(super) struct Decoder<'a> {
+        rest: &'a [u8],
+        block: Vec<u8>,
+        position: usize,
+        limit: usize,
+        raw: snap::raw::Decoder,
+    }
+
+    impl<'a> Decoder<'a> {
+        /// A reader of the framed stream `data` (see [`is_framed`]); a block declaring
+        /// more than `limit` inflated bytes is an error before it is inflated.
+        pub(super) fn new(data: &'a [u8], limit: usize) -> Self {
+            Decoder {
+                rest: &data[HEADER.len().min(data.len())..],
+                block: Vec::new(),
+                position: 0,
+                limit,
+                raw: snap::raw::Decoder::new(),
+            }
+        }
+
+        /// Inflates the next block; false at the end of the stream. Errors are worded
+        /// for [`codec_error`], which names the codec.
+        fn next_block(&mut self) -> Result<bool, String> {
+            if self.rest.is_empty() {
+                return Ok(false);
+            }
+            let Some((len, tail)) = self.rest.split_first_chunk::<4>() else {
+                return Err("truncated block length".into());
+            };
+            let len = u32::from_be_bytes(*len) as usize;
+            let Some((block, tail)) = tail.split_at_checked(len) else {
+                return Err("truncated block".into());
+            };
+            let n = snap::raw::decompress_len(block).map_err(|e| e.to_string())?;
+            if n > self.limit {
+                return Err(format!("decompressed records exceed {} bytes", self.limit));
+            }
+            self.block.resize(n, 0);
+            let written = self
+                .raw
+                .decompress(block, &mut self.block)
+                .map_err(|e| e.to_string())?;
+            self.block.truncate(written);
+            self.position = 0;
+            self.rest = tail;
+            Ok(true)
+        }
+    }
+
+    impl std::io::Read for Decoder<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            while self.position == self.block.len() {
+                if !self.next_block().map_err(std::io::Error::other)? {
+                    return Ok(0);
+                }
+            }
+            let n = buf.len().min(self.block.len() - self.position);
+            buf[..n].copy_from_slice(&self.block[self.position..self.position + n]);
+            self.position += n;
+            Ok(n)
+        }
+    }
+
     pub(super) fn decompress(data: &[u8], limit: usize) -> Result<Vec<u8>, RecordError> {
         let mut decoder = snap::raw::Decoder::new();
         // Some producers write raw snappy without the stream framing; accept it too.
-        if data.len() < HEADER.len() || data[..MAGIC_LEN] != HEADER[..MAGIC_LEN] {
+        if !is_framed(data) {
             let len = snap::raw::decompress_len(data).map_err(codec_error(Compression::Snappy))?;
             if len > limit {
                 return Err(too_large(limit));

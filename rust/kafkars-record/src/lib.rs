@@ -51,7 +51,7 @@ pub use batch::{
     NO_PRODUCER_ID, NO_SEQUENCE, RECORD_BATCH_OVERHEAD, RecordBatch, TimestampType, batches,
     increment_sequence, set_base_offset, set_log_append_time, set_partition_leader_epoch,
 };
-pub use builder::{NewRecord, RecordBatchBuilder, filter_records, recompress};
+pub use builder::{NewRecord, RecordBatchBuilder, filter_records, recompress, recompress_records};
 pub use compression::Compression;
 pub use control::{
     ControlRecordType, EndTransactionMarker, control_record_type, end_transaction_marker,
@@ -59,4 +59,4 @@ pub use control::{
 pub use crc::crc32c;
 pub use error::RecordError;
 pub use patched::PatchedBatches;
-pub use record::{Header, RecordIter, RecordRef, Records};
+pub use record::{Header, RecordIter, RecordRef, RecordSummary, Records};

@@ -172,10 +172,26 @@ impl<'r> Iterator for RecordIter<'r> {
 
 impl std::iter::FusedIterator for RecordIter<'_> {}
 
-/// Walks over one record at `*pos` without collecting headers; returns its
-/// offsetDelta. Used by validation, where only the structure matters.
-pub(crate) fn skip_record(body: &[u8], pos: &mut usize) -> Result<i32, RecordError> {
-    decode_record(body, pos, false).map(|r| r.offset_delta)
+/// What a broker's validator reads of one record while it walks a batch once
+/// ([`crate::RecordBatch::walk_records`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordSummary {
+    /// Offset relative to the batch's baseOffset.
+    pub offset_delta: i32,
+    /// Timestamp relative to the batch's baseTimestamp.
+    pub timestamp_delta: i64,
+    /// Whether the key is not null.
+    pub has_key: bool,
+}
+
+/// Walks over one record at `*pos` without collecting headers. Used by validation,
+/// where only the structure and a few fields matter.
+pub(crate) fn skip_record(body: &[u8], pos: &mut usize) -> Result<RecordSummary, RecordError> {
+    decode_record(body, pos, false).map(|r| RecordSummary {
+        offset_delta: r.offset_delta,
+        timestamp_delta: r.timestamp_delta,
+        has_key: r.key.is_some(),
+    })
 }
 
 /// Decodes the record at `*pos` and advances past it. Offset and timestamp are left

@@ -1,28 +1,32 @@
 //! Validation of a compressed records section while it is decompressed, as Kafka's
-//! LogValidator walks a batch with a streaming iterator: only positions and offset
-//! deltas are kept, never the records, so a small batch that inflates to gigabytes (a
-//! zip bomb) costs decompression work up to the limit and a read buffer, not memory
-//! the size of its output.
+//! LogValidator walks a batch with a streaming iterator: only positions, offset deltas
+//! and what [`RecordSummary`] holds are kept, never the records, so a small batch that
+//! inflates to gigabytes (a zip bomb) costs decompression work up to the limit and a
+//! read buffer, not memory the size of its output. A caller that re-encodes the batch
+//! can have the inflated bytes copied out as they are walked.
 
 use std::io::{BufRead, BufReader, Read};
 
 use crate::compression::{Compression, codec_error, too_large};
 use crate::error::RecordError;
+use crate::record::RecordSummary;
 
 /// Read buffer between the decompressor and the record walker.
 const READ_BUFFER: usize = 16 * 1024;
 const MAX_VARINT_BYTES: usize = 5;
 const MAX_VARLONG_BYTES: usize = 10;
 
-/// Decompressed bytes read from a codec's stream, counted against `limit`.
-struct Source<R> {
+/// Decompressed bytes read from a codec's stream, counted against `limit` and copied to
+/// `capture` when given.
+struct Source<'c, R> {
     inner: BufReader<R>,
     codec: Compression,
     position: usize,
     limit: usize,
+    capture: Option<&'c mut Vec<u8>>,
 }
 
-impl<R: Read> Source<R> {
+impl<R: Read> Source<'_, R> {
     fn fill(&mut self) -> Result<&[u8], RecordError> {
         self.inner.fill_buf().map_err(codec_error(self.codec))
     }
@@ -36,6 +40,9 @@ impl<R: Read> Source<R> {
         self.position += 1;
         if self.position > self.limit {
             return Err(too_large(self.limit));
+        }
+        if let Some(capture) = self.capture.as_deref_mut() {
+            capture.push(byte);
         }
         Ok(Some(byte))
     }
@@ -84,13 +91,16 @@ impl<R: Read> Source<R> {
                 RecordError::corrupt(format!("{what} length {length} does not fit the record"))
             })?;
         while left > 0 {
-            let available = self.fill()?.len();
-            if available == 0 {
+            let chunk = self.inner.fill_buf().map_err(codec_error(self.codec))?;
+            if chunk.is_empty() {
                 return Err(RecordError::corrupt(format!(
                     "{what} runs past the end of the records"
                 )));
             }
-            let n = available.min(left);
+            let n = chunk.len().min(left);
+            if let Some(capture) = self.capture.as_deref_mut() {
+                capture.extend_from_slice(&chunk[..n]);
+            }
             self.inner.consume(n);
             self.position += n;
             left -= n;
@@ -98,16 +108,18 @@ impl<R: Read> Source<R> {
         Ok(())
     }
 
-    fn skip_nullable(&mut self, end: usize, what: &str) -> Result<(), RecordError> {
+    /// Skips nullable bytes; returns whether they were not null.
+    fn skip_nullable(&mut self, end: usize, what: &str) -> Result<bool, RecordError> {
         let length = self.varint(end, what)?;
         if length == -1 {
-            return Ok(());
+            return Ok(false);
         }
-        self.skip(length, end, what)
+        self.skip(length, end, what)?;
+        Ok(true)
     }
 
-    /// Walks one record; returns its offsetDelta.
-    fn record(&mut self) -> Result<i32, RecordError> {
+    /// Walks one record.
+    fn record(&mut self) -> Result<RecordSummary, RecordError> {
         let length = self.varint(usize::MAX, "record length")?;
         let end = usize::try_from(length)
             .ok()
@@ -119,9 +131,9 @@ impl<R: Read> Source<R> {
         }
         let start = self.position;
         self.byte_before(end, "attributes")?;
-        self.varlong(end, "timestamp delta")?;
+        let timestamp_delta = self.varlong(end, "timestamp delta")?;
         let offset_delta = self.varint(end, "offset delta")?;
-        self.skip_nullable(end, "key")?;
+        let has_key = self.skip_nullable(end, "key")?;
         self.skip_nullable(end, "value")?;
         let headers = self.varint(end, "header count")?;
         if headers < 0 {
@@ -140,7 +152,11 @@ impl<R: Read> Source<R> {
                 self.position - start
             )));
         }
-        Ok(offset_delta)
+        Ok(RecordSummary {
+            offset_delta,
+            timestamp_delta,
+            has_key,
+        })
     }
 }
 
@@ -148,6 +164,7 @@ impl<R: Read> Source<R> {
 /// the decompressed records from `reader` once: `count` records that each decode with
 /// lengths adding up exactly, offset deltas strictly increasing within
 /// `0..=last_offset_delta`, nothing after the last record, and at most `limit` bytes.
+#[cfg(test)]
 pub(crate) fn validate_records(
     reader: impl Read,
     codec: Compression,
@@ -155,15 +172,31 @@ pub(crate) fn validate_records(
     last_offset_delta: i32,
     limit: usize,
 ) -> Result<(), RecordError> {
+    walk_records(reader, codec, count, last_offset_delta, limit, None, |_| {})
+}
+
+/// [`validate_records`], calling `visit` with each record in order and copying the
+/// decompressed records section to `capture` when given.
+pub(crate) fn walk_records(
+    reader: impl Read,
+    codec: Compression,
+    count: i32,
+    last_offset_delta: i32,
+    limit: usize,
+    capture: Option<&mut Vec<u8>>,
+    mut visit: impl FnMut(RecordSummary),
+) -> Result<(), RecordError> {
     let mut source = Source {
         inner: BufReader::with_capacity(READ_BUFFER, reader),
         codec,
         position: 0,
         limit,
+        capture,
     };
     let mut previous_delta: Option<i32> = None;
     for _ in 0..count {
-        let delta = source.record()?;
+        let record = source.record()?;
+        let delta = record.offset_delta;
         if delta < 0 || delta > last_offset_delta {
             return Err(RecordError::invalid(format!(
                 "offset delta {delta} outside 0..={last_offset_delta}"
@@ -175,6 +208,7 @@ pub(crate) fn validate_records(
             )));
         }
         previous_delta = Some(delta);
+        visit(record);
     }
     // Reading to the end also checks the codec's own trailer (gzip CRC, lz4 checksum).
     if source.next_byte()?.is_some() {
@@ -197,13 +231,20 @@ mod tests {
     use crate::compression::{compress, decompress};
     use crate::{RecordBatch, varint};
 
-    const CODECS: [Compression; 3] = [Compression::Gzip, Compression::Lz4, Compression::Zstd];
+    const CODECS: [Compression; 4] = [
+        Compression::Gzip,
+        Compression::Snappy,
+        Compression::Lz4,
+        Compression::Zstd,
+    ];
 
     fn decoder(c: Compression, data: &[u8]) -> Box<dyn Read + '_> {
         match c {
-            Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(data)),
-            Compression::Lz4 => Box::new(lz4_flex::frame::FrameDecoder::new(data)),
-            _ => Box::new(zstd::stream::read::Decoder::with_buffer(data).unwrap()),
+            // Small zstd frames are decoded whole by the batch; stream them here anyway.
+            Compression::Zstd => Box::new(zstd::stream::read::Decoder::with_buffer(data).unwrap()),
+            _ => crate::compression::streaming_decoder(c, data, 1 << 30)
+                .unwrap()
+                .unwrap(),
         }
     }
 

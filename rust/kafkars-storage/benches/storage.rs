@@ -6,9 +6,9 @@ use std::io::Write;
 use std::sync::Arc;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use kafkars_record::{NewRecord, RecordBatchBuilder};
+use kafkars_record::{Compression, NewRecord, RecordBatchBuilder};
 use kafkars_storage::{
-    Clock, Log, LogConfig, LogSegment, OffsetIndex, SystemClock, TopicPartition,
+    Clock, Log, LogConfig, LogSegment, OffsetIndex, SystemClock, TopicCompression, TopicPartition,
 };
 
 const BATCH: usize = 16 * 1024;
@@ -16,16 +16,72 @@ const BATCH: usize = 16 * 1024;
 const RESET_EVERY: u64 = (64 << 20) / BATCH as u64;
 
 fn batch_of_about(size: usize) -> Vec<u8> {
-    let mut b = RecordBatchBuilder::new();
+    compressed_batch_of_about(size, Compression::None)
+}
+
+/// About `size` bytes of keyed records before compression, compressed with `codec`.
+fn compressed_batch_of_about(size: usize, codec: Compression) -> Vec<u8> {
+    let mut b = RecordBatchBuilder::new().compression(codec);
     let mut total = 61;
     let mut i = 0u64;
     while total + 1100 <= size {
         let value: Vec<u8> = (0..1024).map(|j| ((i * 31 + j) % 251) as u8).collect();
-        b.append(NewRecord::with_value(1_700_000_000_000 + i as i64, value));
-        total += 1040;
+        let mut record = NewRecord::with_value(1_700_000_000_000 + i as i64, value);
+        record.key = Some(format!("key-{i}").into_bytes());
+        b.append(record);
+        total += 1048;
         i += 1;
     }
     b.build().unwrap()
+}
+
+/// Appends of 16 KiB (uncompressed) lz4 batches: validated as they are to a compacted
+/// topic (keys checked), and recompressed to zstd for `compression.type=zstd`.
+fn append_compressed(c: &mut Criterion) {
+    let mut group = c.benchmark_group("append_compressed");
+    let batch = compressed_batch_of_about(BATCH, Compression::Lz4);
+    group.throughput(Throughput::Elements(1));
+    let dir = tempfile::tempdir_in(std::env::temp_dir()).unwrap();
+    let cases = [
+        (
+            "lz4_compacted_16k",
+            LogConfig {
+                compacted: true,
+                ..LogConfig::default()
+            },
+        ),
+        (
+            "lz4_to_zstd_16k",
+            LogConfig {
+                compression: TopicCompression::Codec(Compression::Zstd),
+                ..LogConfig::default()
+            },
+        ),
+    ];
+    for (name, config) in cases {
+        let (log, _) = Log::open(
+            &dir.path().join(format!("{name}-0")),
+            TopicPartition::new(name, 0),
+            config,
+            0,
+            0,
+            true,
+            Arc::new(SystemClock),
+        )
+        .unwrap();
+        let mut n = 0u64;
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                log.append_as_leader(&batch, 0).unwrap();
+                n += 1;
+                if n.is_multiple_of(RESET_EVERY) {
+                    log.truncate_fully_and_start_at(log.log_end_offset())
+                        .unwrap();
+                }
+            });
+        });
+    }
+    group.finish();
 }
 
 fn append(c: &mut Criterion) {
@@ -153,5 +209,5 @@ fn recovery(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, append, index_lookup, recovery);
+criterion_group!(benches, append, append_compressed, index_lookup, recovery);
 criterion_main!(benches);

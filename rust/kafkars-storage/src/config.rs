@@ -39,6 +39,12 @@ pub struct LogConfig {
     pub file_delete_delay_ms: i64,
     /// `message.timestamp.type`.
     pub message_timestamp_type: TimestampType,
+    /// `message.timestamp.before.max.ms` (or `message.timestamp.difference.max.ms` for a
+    /// bound left at its default): how far before the broker's clock a CreateTime
+    /// timestamp may be. `i64::MAX` for no bound.
+    pub message_timestamp_before_max_ms: i64,
+    /// `message.timestamp.after.max.ms`, likewise: how far after it.
+    pub message_timestamp_after_max_ms: i64,
     /// `compression.type`.
     pub compression: TopicCompression,
     /// `cleanup.policy` contains `compact`.
@@ -74,6 +80,8 @@ impl Default for LogConfig {
             flush_ms: i64::MAX,
             file_delete_delay_ms: 60_000,
             message_timestamp_type: TimestampType::CreateTime,
+            message_timestamp_before_max_ms: i64::MAX,
+            message_timestamp_after_max_ms: i64::MAX,
             compression: TopicCompression::Producer,
             compacted: false,
             retention_ms: 7 * 24 * 60 * 60 * 1000,

@@ -21,6 +21,17 @@ const NOT_ENOUGH_REPLICAS: i16 = ResponseError::NotEnoughReplicas.code();
 const LOG_DIR_NOT_FOUND: i16 = ResponseError::LogDirNotFound.code();
 const REPLICA_NOT_AVAILABLE: i16 = ResponseError::ReplicaNotAvailable.code();
 const INCONSISTENT_TOPIC_ID: i16 = ResponseError::InconsistentTopicId.code();
+const INVALID_RECORD: i16 = ResponseError::InvalidRecord.code();
+const INVALID_TIMESTAMP: i16 = ResponseError::InvalidTimestamp.code();
+
+/// Why records of a batch were refused one by one (Kafka's ApiRecordError kinds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordErrorKind {
+    /// A keyless record on a compacted topic: INVALID_RECORD.
+    InvalidRecord,
+    /// A CreateTime timestamp outside the topic's bounds: INVALID_TIMESTAMP.
+    InvalidTimestamp,
+}
 
 /// Result alias for storage operations.
 pub type Result<T, E = LogError> = std::result::Result<T, E>;
@@ -39,6 +50,18 @@ pub enum LogError {
     /// A produced batch failed validation (CRC, structure, keys on a compacted topic).
     #[error("invalid record batch: {0}")]
     Record(#[from] RecordError),
+    /// Records of a batch broke the topic's rules (Kafka's RecordValidationException):
+    /// the whole batch is refused, `record_errors` name each record by its index in the
+    /// batch, and the Produce response carries them.
+    #[error("{message}")]
+    RecordValidation {
+        /// INVALID_TIMESTAMP if any record's timestamp was refused, else INVALID_RECORD.
+        kind: RecordErrorKind,
+        /// The partition-level error message.
+        message: String,
+        /// `(index of the record in its batch, message)`.
+        record_errors: Vec<(i32, String)>,
+    },
     /// One batch is larger than `max.message.bytes`.
     #[error("record batch of {size} bytes exceeds max.message.bytes {max}")]
     RecordTooLarge {
@@ -171,6 +194,10 @@ impl LogError {
     pub fn kafka_error_code(&self) -> i16 {
         match self {
             LogError::Record(e) => e.kafka_error_code(),
+            LogError::RecordValidation { kind, .. } => match kind {
+                RecordErrorKind::InvalidRecord => INVALID_RECORD,
+                RecordErrorKind::InvalidTimestamp => INVALID_TIMESTAMP,
+            },
             LogError::RecordTooLarge { .. } => MESSAGE_TOO_LARGE,
             LogError::RecordBatchTooLarge { .. } => RECORD_LIST_TOO_LARGE,
             LogError::OffsetOutOfRange { .. } => OFFSET_OUT_OF_RANGE,

@@ -21,7 +21,7 @@ pub mod topic_partition;
 
 pub use checkpoint::OffsetCheckpointFile;
 pub use dir_lock::DirLock;
-pub use error::{LogError, Result};
+pub use error::{LogError, RecordErrorKind, Result};
 pub use leader_epoch::{EpochEntry, LeaderEpochFileCache};
 pub use meta_properties::MetaProperties;
 pub use offset_index::{OffsetIndex, OffsetPosition};
@@ -35,6 +35,7 @@ pub mod config;
 mod future_log;
 mod loader;
 pub mod log;
+mod log_validator;
 pub mod producer_state;
 pub mod transaction_index;
 pub use config::{Clock, LogConfig, MockClock, SystemClock, TopicCompression};

@@ -11,10 +11,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use kafkars_record::compression::decompression_limit;
 use kafkars_record::{
     Compression, ControlRecordType, EndTransactionMarker, PatchedBatches, RecordError,
-    TimestampType, batches, recompress,
+    TimestampType, batches,
 };
 
 use crate::checkpoint::{fsync_dir, sync_if_exists};
@@ -24,6 +23,7 @@ use crate::fetch::{FetchDataInfo, LogOffsetMetadata};
 use crate::future_log::{FutureLog, SegmentSource};
 use crate::leader_epoch::{LEADER_EPOCH_CHECKPOINT_FILE, LeaderEpochFileCache};
 use crate::loader::{PartitionLoadStats, load_segments};
+use crate::log_validator::{AppendOrigin, LogValidator};
 use crate::producer_state::{
     CompletedTxn, ProducerBatch, ProducerCheck, ProducerStateManager, snapshot_offset,
 };
@@ -96,17 +96,6 @@ struct LogState {
     /// Aborted transactions by the offset of their ABORT marker, kept in the
     /// `.txnindex` of the segment holding the marker.
     aborted: BTreeMap<i64, AbortedTxn>,
-}
-
-/// Who is appending: what is checked depends on it (Kafka's AppendOrigin).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum AppendOrigin {
-    /// A producer: offsets assigned, duplicates and sequences checked, no control batches.
-    Client,
-    /// The transaction coordinator writing a marker.
-    Coordinator,
-    /// A follower copying the leader's batches as they are.
-    Replication,
 }
 
 /// Records the transaction `done` as aborted (once) in the marker segment's index.
@@ -668,46 +657,32 @@ impl Log {
         // partition serialise only on the producer check, offsets and the write.
         let config = self.read_state().0.config.clone();
 
-        // Validate every batch before touching anything.
+        // Validate every batch before touching anything (Kafka's LogValidator), one pass
+        // over each; batches the topic's codec re-encodes are collected in `recompressed`
+        // with the others copied after them.
+        let validator = LogValidator::new(&config, &self.tp, origin, self.clock.now_ms());
         let mut shallow_count = 0usize;
         let mut num_messages = 0u64;
-        let mut needs_recompression = false;
         let mut source_compression = Compression::None;
+        let mut recompressed: Option<Vec<u8>> = None;
         {
             let mut iter = batches(records);
-            for batch in iter.by_ref() {
+            while let Some(batch) = iter.next() {
                 let batch = batch?;
-                if batch.size_in_bytes() > config.max_message_bytes {
-                    return Err(LogError::RecordTooLarge {
-                        size: batch.size_in_bytes(),
-                        max: config.max_message_bytes,
-                    });
-                }
-                if origin == AppendOrigin::Client && batch.is_control() {
-                    return Err(RecordError::InvalidRecord(
-                        "a producer may not append control batches".into(),
-                    )
-                    .into());
-                }
-                if leader_epoch.is_some() {
-                    batch.validate_for_append_with_limit(decompression_limit(
-                        config.max_message_bytes,
-                    ))?;
-                } else {
-                    batch.validate()?;
-                }
-                if config.compacted && !batch.is_control() && !batch.all_records_have_keys()? {
-                    return Err(RecordError::InvalidRecord(
-                        "compacted topic cannot accept a record without a key".into(),
-                    )
-                    .into());
-                }
-                source_compression = batch.compression()?;
-                if let TopicCompression::Codec(c) = config.compression
-                    && leader_epoch.is_some()
-                    && c != source_compression
-                {
-                    needs_recompression = true;
+                let validated = validator.validate_batch(&batch)?;
+                source_compression = validated.source_compression;
+                match (validated.recompressed, &mut recompressed) {
+                    (Some(bytes), out) => {
+                        let start = iter.position() - batch.size_in_bytes();
+                        out.get_or_insert_with(|| {
+                            let mut v = Vec::with_capacity(records.len());
+                            v.extend_from_slice(&records[..start]);
+                            v
+                        })
+                        .extend_from_slice(&bytes);
+                    }
+                    (None, Some(out)) => out.extend_from_slice(batch.as_bytes()),
+                    (None, None) => {}
                 }
                 shallow_count += 1;
                 num_messages += u64::from(batch.records_count().max(0) as u32);
@@ -751,30 +726,6 @@ impl Log {
             });
         }
 
-        let recompressed: Option<Vec<u8>> = if needs_recompression {
-            let TopicCompression::Codec(target) = config.compression else {
-                unreachable!("recompression only for a codec")
-            };
-            let mut out = Vec::with_capacity(records.len());
-            for batch in batches(records) {
-                let batch = batch?;
-                if batch.compression()? == target {
-                    out.extend_from_slice(batch.as_bytes());
-                } else {
-                    let b = recompress(&batch, target)?;
-                    if b.len() > config.max_message_bytes {
-                        return Err(LogError::RecordTooLarge {
-                            size: b.len(),
-                            max: config.max_message_bytes,
-                        });
-                    }
-                    out.extend_from_slice(&b);
-                }
-            }
-            Some(out)
-        } else {
-            None
-        };
         let bytes: &[u8] = recompressed.as_deref().unwrap_or(records);
         if bytes.len() > config.segment_bytes as usize {
             return Err(LogError::RecordBatchTooLarge {

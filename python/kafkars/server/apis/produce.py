@@ -1,17 +1,18 @@
 """Produce: Python checks each partition; Rust appends, waits and answers.
 
 The handler resolves every partition to its `_core.Partition` handle or to the error it
-gets (unknown topic, bad acks, KIP-890 verification, CreateTime bounds) and hands them
-to `_core.DelayedOperations.produce`, which appends them with the GIL released, builds
-the response and sends it, or for acks=-1 parks it in the Rust produce purgatory until
-the high watermarks reach the appends.
+gets (unknown topic, bad acks, KIP-890 verification) and hands them to
+`_core.DelayedOperations.produce`, which validates (the Rust LogValidator: CRC, structure,
+keys of compacted topics, CreateTime bounds, with per-record errors) and appends them
+with the GIL released, builds the response and sends it, or for acks=-1 parks it in the
+Rust produce purgatory until the high watermarks reach the appends.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kafkars.protocol import Errors, KafkaError, RecordValidationError
+from kafkars.protocol import Errors, KafkaError
 
 if TYPE_CHECKING:
     from kafkars.server.kafka_apis import KafkaApis
@@ -64,11 +65,6 @@ def _plan_partition(
         if records is None or len(records) == 0:
             raise KafkaError(Errors.INVALID_RECORD, "empty record set")
         _verify_transaction(apis, transactional_id, topic, index, records)
-        limits = apis.replica_manager.timestamp_limits(topic)
-        if limits is not None:
-            limits.validate(records)
-    except RecordValidationError as e:
-        return (index, None, int(e.code), e.message, e.record_errors, None)
     except KafkaError as e:
         return (index, None, int(e.code), e.message, [], None)
     return (index, handle, 0, None, [], records)
