@@ -5,7 +5,7 @@ clock past them, with no sleeping."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -27,6 +27,15 @@ from kafkars.server.errors import Errors
 
 G = "group"
 PROTOCOLS = [("range", b"sub-range"), ("roundrobin", b"sub-rr")]
+
+
+def answered(call: Callable[..., None], *args: Any) -> Any:
+    """Calls a coordinator method that answers through a callback (its last argument)
+    and returns the answer, which these stores give at once."""
+    answers: list[Any] = []
+    call(*args, answers.append)
+    assert len(answers) == 1
+    return answers[0]
 
 
 class Reply:
@@ -54,8 +63,15 @@ class RecordingStore(GroupStore):
     def __init__(self) -> None:
         self.batches: list[list[tuple[bytes, bytes | None]]] = []
 
-    def append(self, group_id: str, batch: list[tuple[bytes, bytes | None]]) -> None:
+    def append(
+        self,
+        group_id: str,
+        batch: list[tuple[bytes, bytes | None]],
+        done: Callable[[Errors], None] | None = None,
+    ) -> None:
         self.batches.append(batch)
+        if done is not None:
+            done(Errors.NONE)
 
 
 @pytest.fixture
@@ -315,8 +331,8 @@ def test_initial_rebalance_delay_gathers_members(clock: MockTime) -> None:
 
 def test_offset_commit_rules(coordinator: GroupCoordinator, store: RecordingStore) -> None:
     tp = ("topic", 0)
-    simple = coordinator.handle_commit_offsets(
-        G, "", None, -1, {tp: OffsetAndMetadata(5, -1, "m", 1)}
+    simple = answered(
+        coordinator.handle_commit_offsets, G, "", None, -1, {tp: OffsetAndMetadata(5, -1, "m", 1)}
     )
     assert simple == {tp: Errors.NONE}
     assert coordinator.handle_fetch_offsets(G, [tp, ("topic", 1)]) == {
@@ -326,15 +342,22 @@ def test_offset_commit_rules(coordinator: GroupCoordinator, store: RecordingStor
     assert coordinator.handle_fetch_offsets("unknown", [tp]) == {tp: None}
     leader, follower = stable_group_of_two(coordinator)
     o = {tp: OffsetAndMetadata(9)}
-    assert coordinator.handle_commit_offsets(G, follower, None, 2, o)[tp] is Errors.NONE
+    assert answered(coordinator.handle_commit_offsets, G, follower, None, 2, o)[tp] is Errors.NONE
     assert (
-        coordinator.handle_commit_offsets(G, follower, None, 1, o)[tp] is Errors.ILLEGAL_GENERATION
+        answered(coordinator.handle_commit_offsets, G, follower, None, 1, o)[tp]
+        is Errors.ILLEGAL_GENERATION
     )
-    assert coordinator.handle_commit_offsets(G, "x", None, 2, o)[tp] is Errors.UNKNOWN_MEMBER_ID
-    assert coordinator.handle_commit_offsets(G, "", None, -1, o)[tp] is Errors.UNKNOWN_MEMBER_ID
+    assert (
+        answered(coordinator.handle_commit_offsets, G, "x", None, 2, o)[tp]
+        is Errors.UNKNOWN_MEMBER_ID
+    )
+    assert (
+        answered(coordinator.handle_commit_offsets, G, "", None, -1, o)[tp]
+        is Errors.UNKNOWN_MEMBER_ID
+    )
     big = {tp: OffsetAndMetadata(1, metadata="x" * 5000)}
     assert (
-        coordinator.handle_commit_offsets(G, follower, None, 2, big)[tp]
+        answered(coordinator.handle_commit_offsets, G, follower, None, 2, big)[tp]
         is Errors.OFFSET_METADATA_TOO_LARGE
     )
     assert coordinator.handle_delete_groups([G]) == {G: Errors.NON_EMPTY_GROUP}
@@ -345,8 +368,13 @@ def test_offset_commit_rules(coordinator: GroupCoordinator, store: RecordingStor
 
 def test_offsets_expire_when_group_is_empty(coordinator: GroupCoordinator) -> None:
     tp = ("topic", 0)
-    coordinator.handle_commit_offsets(
-        G, "", None, -1, {tp: OffsetAndMetadata(5, commit_timestamp=1000)}
+    answered(
+        coordinator.handle_commit_offsets,
+        G,
+        "",
+        None,
+        -1,
+        {tp: OffsetAndMetadata(5, commit_timestamp=1000)},
     )
     retention = coordinator.config.offsets_retention_ms
     assert coordinator.expire_offsets(now=1000 + retention - 1) == 0
