@@ -23,9 +23,13 @@ from .helpers import create_topic, needs_zookeeper, quiet, running_cluster, wait
 pytestmark = needs_zookeeper
 
 OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR = 8, 9, 10
-JOIN_GROUP, SYNC_GROUP, DESCRIBE_GROUPS = 11, 14, 15
-COORDINATOR_NOT_AVAILABLE, REBALANCE_IN_PROGRESS = 15, 27
+JOIN_GROUP, HEARTBEAT, SYNC_GROUP, DESCRIBE_GROUPS = 11, 12, 14, 15
+INIT_PRODUCER_ID, END_TXN = 22, 26
+COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, REBALANCE_IN_PROGRESS = 15, 16, 27
 COMMIT_TIMEOUT_MS = 2000
+# How long the transaction coordinator's writes wait for the ISR (Kafka's
+# request.timeout.ms for appendTransactionToLog).
+TXN_WRITE_TIMEOUT_MS = 2000
 
 
 @pytest.fixture
@@ -37,6 +41,7 @@ def cluster() -> Iterator[Cluster]:
             "num.io.threads": 2,
             "offsets.commit.timeout.ms": COMMIT_TIMEOUT_MS,
             "group.initial.rebalance.delay.ms": 0,
+            "request.timeout.ms": TXN_WRITE_TIMEOUT_MS,
         }
     )
 
@@ -48,24 +53,42 @@ def call(cluster: Cluster, broker_id: int, api_key: int, version: int, body: dic
     return call_broker((host, port), api_key, version, body, client_id="test")
 
 
-def offsets_replicas(cluster: Cluster, group: str) -> tuple[int, list[int], int]:
-    """The leader (the group's coordinator) and replicas of the group's partition of
-    __consumer_offsets, once FindCoordinator created the topic and it has a leader with
-    a full ISR; and the topic's partition count."""
+def offsets_replicas(
+    cluster: Cluster, key: str, internal: str = "__consumer_offsets"
+) -> tuple[int, list[int], int]:
+    """The leader (the key's coordinator) and replicas of the key's partition of the
+    internal topic, once FindCoordinator created the topic and it has a leader with a
+    full ISR; and the topic's partition count."""
     any_broker = next(iter(cluster.brokers))
+    key_type = 0 if internal == "__consumer_offsets" else 1
     found: dict[str, Any] = {}
 
     def ready() -> bool:
-        answer = call(cluster, any_broker, FIND_COORDINATOR, 1, {"key": group, "key_type": 0})
+        answer = call(cluster, any_broker, FIND_COORDINATOR, 1, {"key": key, "key_type": key_type})
         admin = AdminClient(quiet({"bootstrap.servers": cluster.bootstrap_servers}))
-        topic = admin.list_topics("__consumer_offsets", timeout=10).topics["__consumer_offsets"]
+        topic = admin.list_topics(internal, timeout=10).topics[internal]
         if answer["error_code"] != 0 or not topic.partitions:
             return False
-        p = topic.partitions[partition_for(group, len(topic.partitions))]
+        p = topic.partitions[partition_for(key, len(topic.partitions))]
         found.update(leader=p.leader, replicas=sorted(p.replicas), count=len(topic.partitions))
-        return p.leader == answer["node_id"] and len(p.isrs) == 3
+        if p.leader != answer["node_id"] or len(p.isrs) != 3:
+            return False
+        # The leader coordinates the key once it has loaded the partition: until then
+        # it answers NOT_COORDINATOR (a request that changes nothing asks).
+        if key_type == 0:
+            body = {"group_id": key, "generation_id": -1, "member_id": ""}
+            probe = call(cluster, p.leader, HEARTBEAT, 0, body)
+        else:
+            body = {
+                "transactional_id": key,
+                "producer_id": -1,
+                "producer_epoch": -1,
+                "committed": False,
+            }
+            probe = call(cluster, p.leader, END_TXN, 0, body)
+        return bool(probe["error_code"] != NOT_COORDINATOR)
 
-    wait_for(ready, 30, f"the coordinator of {group} with a full ISR")
+    wait_for(ready, 30, f"the coordinator of {key} with a full ISR")
     return found["leader"], found["replicas"], found["count"]
 
 
@@ -190,3 +213,55 @@ def test_a_failed_assignment_write_fails_syncgroup_and_the_group_rebalances(
     assert answers["commit"] == COORDINATOR_NOT_AVAILABLE
     assert group_state(cluster, coordinator, group) == "PreparingRebalance"
     assert committed(cluster, coordinator, other, topic) == -1
+
+
+def test_a_transaction_state_write_the_isr_does_not_take_fails_init_producer_id(
+    cluster: Cluster,
+) -> None:
+    tid = f"txn-{uuid.uuid4().hex[:8]}"
+    coordinator, replicas, partitions = offsets_replicas(cluster, tid, "__transaction_state")
+    # Another id on the same partition: two writes wait, as many as handler threads.
+    other = next(
+        t
+        for t in (f"other-{i}" for i in range(100_000))
+        if partition_for(t, partitions) == partition_for(tid, partitions)
+    )
+    body = {"transactional_id": tid, "transaction_timeout_ms": 60_000}
+    followers = [b for b in replicas if b != coordinator]
+    answers: dict[str, Any] = {}
+    for follower in followers:
+        cluster.pause(follower)
+    try:
+        started = time.monotonic()
+
+        def init(name: str) -> None:
+            request = {"transactional_id": name, "transaction_timeout_ms": 60_000}
+            answers[name] = call(cluster, coordinator, INIT_PRODUCER_ID, 1, request)
+            answers[f"{name}_s"] = time.monotonic() - started
+
+        waiting = [threading.Thread(target=init, args=(name,)) for name in (tid, other)]
+        for t in waiting:
+            t.start()
+        time.sleep(0.3)
+        asked = time.monotonic()
+        call(cluster, coordinator, DESCRIBE_GROUPS, 0, {"groups": ["any"]})
+        assert time.monotonic() - asked < 1.0
+        assert tid not in answers and other not in answers
+        for t in waiting:
+            t.join(30)
+    finally:
+        for follower in followers:
+            cluster.resume(follower)
+    # Kafka's answer for a transaction state write that timed out.
+    for name in (tid, other):
+        assert answers[name]["error_code"] == COORDINATOR_NOT_AVAILABLE
+        assert answers[f"{name}_s"] >= TXN_WRITE_TIMEOUT_MS / 1000 * 0.9
+    # The failed transition was undone: once the followers fetch again, it works.
+    result: dict[str, Any] = {}
+
+    def initialised() -> bool:
+        result.update(call(cluster, coordinator, INIT_PRODUCER_ID, 1, body))
+        return result["error_code"] == 0
+
+    wait_for(initialised, 30, "InitProducerId to succeed")
+    assert result["producer_id"] >= 0
