@@ -364,6 +364,8 @@ class GroupCoordinator:
         group with unchanged subscriptions, the old assignment, with no rebalance)."""
         existing = group.members[old_id]
         old_join, old_sync = existing.awaiting_join, existing.awaiting_sync
+        old_client = (existing.client_id, existing.client_host)
+        old_timeouts = (existing.session_timeout_ms, existing.rebalance_timeout_ms)
         if old_join is not None:
             old_join(join_error(old_id, Errors.FENCED_INSTANCE_ID))
         if old_sync is not None:
@@ -380,9 +382,30 @@ class GroupCoordinator:
             # No rebalance, even for the leader (KIP-814): a returning leader gets the
             # member list with skip_assignment, so it watches metadata without assigning;
             # an older client's SyncGroup in Stable just gets its current assignment.
-            self._store_group(group)
-            leader = group.is_leader(new_id)
-            callback(self._join_response(group, member, skip_assignment=leader))
+            # Answered once the new member id is stored; if that fails the old
+            # incarnation keeps the slot and the joiner gets the error (as Kafka).
+            assignment = {m.member_id: m.assignment for m in group.members.values()}
+
+            def stored(error: Errors) -> None:
+                error = group_store_error(error)
+                with group.lock:
+                    if error is Errors.NONE:
+                        leader = group.is_leader(new_id)
+                        callback(self._join_response(group, member, skip_assignment=leader))
+                        return
+                    log.warning(
+                        "Storing the new member id of static member %s of %s failed: %s",
+                        instance_id,
+                        group.group_id,
+                        error.name,
+                    )
+                    if group.members.get(new_id) is member:
+                        group.replace_static_member(instance_id, new_id, old_id)
+                        member.client_id, member.client_host = old_client
+                        member.session_timeout_ms, member.rebalance_timeout_ms = old_timeouts
+                    callback(join_error("", error))
+
+            actions.append(lambda: self.store.store_group(group, assignment, stored))
         else:
             self._update_member_and_rebalance(group, member, joining, callback, actions)
 
