@@ -1012,17 +1012,25 @@ class GroupCoordinator:
                 if error is not Errors.NONE:
                     return all_(error)
                 group.members[member_id].last_heartbeat = self.time.monotonic()
-        results, accepted = self._filter_offsets(offsets)
+            results, accepted = self._filter_offsets(offsets)
+            group.commits_written += 1
+            order = group.commits_written
 
-        def stored(error: Errors) -> None:
-            # Kafka's putCacheCallback: the offsets count once the ISR has them.
-            error = coordinator_error(error)
-            with group.lock:
-                if error is Errors.NONE and not group.is_(GroupState.DEAD):
-                    group.offsets.update(accepted)
-            callback({tp: error if tp in accepted else e for tp, e in results.items()})
+            def stored(error: Errors) -> None:
+                # Kafka's putCacheCallback: the offsets count once the ISR has them,
+                # unless a commit written after them completed first.
+                error = coordinator_error(error)
+                with group.lock:
+                    if error is Errors.NONE and not group.is_(GroupState.DEAD):
+                        for tp, o in accepted.items():
+                            if group.commit_applied.get(tp, 0) < order:
+                                group.commit_applied[tp] = order
+                                group.offsets[tp] = o
+                callback({tp: error if tp in accepted else e for tp, e in results.items()})
 
-        self.store.store_offsets(group_id, accepted, stored)
+            # Appended under the group's lock, so the order above is the log's; the wait
+            # for the ISR is the produce purgatory's, whose checks take no group lock.
+            self.store.store_offsets(group_id, accepted, stored)
 
     def _filter_offsets(
         self, offsets: dict[tuple[str, int], OffsetAndMetadata]
