@@ -435,3 +435,64 @@ def test_a_failing_rebalance_answers_the_waiting_members(
     assert not r.done
     clock.sleep(300)
     assert r.get()["error_code"] == Errors.UNKNOWN_SERVER_ERROR
+
+
+class HeldStore(GroupStore):
+    """Keeps each write's completion for the test to run, with the error it chooses:
+    the ISR's answer, in whatever order it comes."""
+
+    def __init__(self) -> None:
+        self.waiting: list[Callable[[Errors], None]] = []
+
+    def append(
+        self,
+        group_id: str,
+        batch: list[tuple[bytes, bytes | None]],
+        done: Callable[[Errors], None] | None = None,
+    ) -> None:
+        if done is not None:
+            self.waiting.append(done)
+
+
+def held_coordinator(clock: MockTime) -> tuple[GroupCoordinator, HeldStore]:
+    store = HeldStore()
+    c = GroupCoordinator(
+        GroupConfig(min_session_timeout_ms=10, initial_rebalance_delay_ms=0), store, time=clock
+    )
+    c.startup(expire_offsets=False)
+    return c, store
+
+
+def test_commits_are_answered_when_written_and_applied_in_log_order(clock: MockTime) -> None:
+    c, store = held_coordinator(clock)
+    tp = ("topic", 0)
+    first: list[Any] = []
+    second: list[Any] = []
+    c.handle_commit_offsets(G, "", None, -1, {tp: OffsetAndMetadata(1)}, first.append)
+    c.handle_commit_offsets(G, "", None, -1, {tp: OffsetAndMetadata(2)}, second.append)
+    assert first == second == []  # nothing answers before the ISR has the commit
+    assert c.handle_fetch_offsets(G, [tp]) == {tp: None}
+    later, earlier = store.waiting.pop(), store.waiting.pop()
+    later(Errors.NONE)
+    earlier(Errors.NONE)  # completes last, but was written first
+    assert first == second == [{tp: Errors.NONE}]
+    assert c.handle_fetch_offsets(G, [tp])[tp] == OffsetAndMetadata(2)
+    failed: list[Any] = []
+    c.handle_commit_offsets(G, "", None, -1, {tp: OffsetAndMetadata(3)}, failed.append)
+    store.waiting.pop()(Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
+    assert failed == [{tp: Errors.COORDINATOR_NOT_AVAILABLE}]
+    assert c.handle_fetch_offsets(G, [tp])[tp] == OffsetAndMetadata(2)
+    c.shutdown()
+
+
+def test_a_failed_assignment_write_fails_syncgroup_and_rebalances(clock: MockTime) -> None:
+    c, store = held_coordinator(clock)
+    leader = join(c).get()["member_id"]
+    reply = sync(c, leader, 1, {leader: b"A"})
+    assert not reply.done and group(c).state is GroupState.COMPLETING_REBALANCE
+    store.waiting.pop()(Errors.REQUEST_TIMED_OUT)
+    # Kafka's storeGroup mapping: a timed-out write makes the members rejoin.
+    assert reply.get()["error_code"] == Errors.REBALANCE_IN_PROGRESS
+    assert group(c).state is GroupState.PREPARING_REBALANCE
+    assert group(c).members[leader].assignment == b""
+    c.shutdown()

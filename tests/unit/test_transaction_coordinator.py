@@ -373,3 +373,42 @@ def test_a_failed_append_undoes_the_transition() -> None:
     assert txn.producer_epoch == epoch
     store.store = working  # type: ignore[method-assign]
     assert answered(c.handle_add_partitions, "tx", pid, epoch, [("a", 0)]) is Errors.NONE
+
+
+class HeldStore(TransactionStore):
+    """Keeps each write's completion for the test to run with the error it chooses."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waiting: list[Callable[[Errors], None]] = []
+
+    def append(
+        self,
+        transactional_id: str,
+        key: bytes,
+        value: bytes | None,
+        done: Callable[[Errors], None] | None = None,
+    ) -> None:
+        self.records.append((key, value))
+        if done is not None:
+            self.waiting.append(done)
+
+
+def test_a_transition_is_answered_once_written_and_undone_if_the_write_fails() -> None:
+    store = HeldStore()
+    c, _, _, _ = make(store)
+    first: list[Any] = []
+    c.handle_init_producer_id("tx", TIMEOUT, callback=first.append)
+    assert first == []  # waits for the ISR
+    # Meanwhile the id is busy, as Kafka's pending state makes it.
+    assert answered(c.handle_init_producer_id, "tx", TIMEOUT).error is (
+        Errors.CONCURRENT_TRANSACTIONS
+    )
+    store.waiting.pop()(Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
+    assert first[0].error is Errors.COORDINATOR_NOT_AVAILABLE
+    txn = c.get("tx")
+    assert txn is not None and txn.producer_epoch == -1 and not txn.pending_transition
+    again: list[Any] = []
+    c.handle_init_producer_id("tx", TIMEOUT, callback=again.append)
+    store.waiting.pop()(Errors.NONE)
+    assert again[0].error is Errors.NONE and again[0].producer_epoch == 0
