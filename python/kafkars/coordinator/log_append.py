@@ -41,6 +41,21 @@ _AS_GROUP_STORE_ERROR = {
 }
 
 
+# Offset commits: as above, and offsets too large to write are the commit's fault
+# (GroupMetadataManager's maybeConvertOffsetCommitError).
+_AS_OFFSET_COMMIT_ERROR = {
+    **_AS_COORDINATOR_ERROR,
+    Errors.MESSAGE_TOO_LARGE: Errors.INVALID_COMMIT_OFFSET_SIZE,
+    Errors.RECORD_LIST_TOO_LARGE: Errors.INVALID_COMMIT_OFFSET_SIZE,
+    Errors.INVALID_FETCH_SIZE: Errors.INVALID_COMMIT_OFFSET_SIZE,
+}
+
+
+def offset_commit_error(error: Errors) -> Errors:
+    """An append error as OffsetCommit and TxnOffsetCommit answer it."""
+    return _AS_OFFSET_COMMIT_ERROR.get(error, error)
+
+
 def coordinator_error(error: Errors) -> Errors:
     """An append error as an offset commit or transaction coordinator answers it."""
     return _AS_COORDINATOR_ERROR.get(error, error)

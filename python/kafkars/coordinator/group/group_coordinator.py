@@ -29,7 +29,7 @@ from kafkars.coordinator.group.group_metadata import (
     ResponseCallback,
 )
 from kafkars.coordinator.group.group_metadata_manager import GroupStore
-from kafkars.coordinator.log_append import coordinator_error, group_store_error
+from kafkars.coordinator.log_append import group_store_error, offset_commit_error
 from kafkars.server.errors import Errors
 
 log = logging.getLogger("kafkars.coordinator.group.GroupCoordinator")
@@ -1019,7 +1019,7 @@ class GroupCoordinator:
             def stored(error: Errors) -> None:
                 # Kafka's putCacheCallback: the offsets count once the ISR has them,
                 # unless a commit written after them completed first.
-                error = coordinator_error(error)
+                error = offset_commit_error(error)
                 with group.lock:
                     if error is Errors.NONE and not group.is_(GroupState.DEAD):
                         for tp, o in accepted.items():
@@ -1085,7 +1085,7 @@ class GroupCoordinator:
             return callback(results)
 
         def stored(error: Errors) -> None:
-            error = coordinator_error(error)
+            error = offset_commit_error(error)
             if error is Errors.NONE:
                 with self._groups_lock:
                     pending = self._pending_txn_offsets.setdefault(producer_id, {})

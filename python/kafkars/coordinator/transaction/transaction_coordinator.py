@@ -470,7 +470,8 @@ class TransactionCoordinator:
                     log.info(
                         "Writing the markers of %s failed: %s", txn.transactional_id, error.name
                     )
-                    return done(error)
+                    # Retriable for the client: its EndTxn retry writes them again.
+                    return done(coordinator_error(error))
                 before = txn.snapshot()
                 txn.transition_to(
                     S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT, self.time.milliseconds()
