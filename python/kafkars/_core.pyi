@@ -333,6 +333,13 @@ class DelayedOperations:
         ],
         throttle_time_ms: int = 0,
     ) -> None: ...
+    def delay_produce(
+        self,
+        partition: Partition,
+        required_offset: int,
+        timeout_ms: int,
+        callback: Callable[[int], object],
+    ) -> None: ...
     def take_isr_changes(self) -> list[tuple[str, int, list[int]]]: ...
     delayed_fetches: int
     delayed_produces: int

@@ -22,12 +22,13 @@ needs_zookeeper = pytest.mark.skipif(
 SESSION_TIMEOUT_MS = 6000
 
 
-def running_cluster(brokers: int = 3) -> Iterator[Cluster]:
+def running_cluster(brokers: int = 3, config: dict[str, object] | None = None) -> Iterator[Cluster]:
     config = {
         "zookeeper.session.timeout.ms": SESSION_TIMEOUT_MS,
         # ACLs matter only where a test creates some.
         "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
         "allow.everyone.if.no.acl.found": True,
+        **(config or {}),
     }
     with Cluster(brokers, config=config) as c:
         yield c

@@ -254,7 +254,7 @@ def test_records_survive_a_reload() -> None:
     log: dict[bytes, bytes | None] = {}
     written: list[int] = []
 
-    def store(group_id: str, batch: list[tuple[bytes, bytes | None]]) -> None:
+    def store(group_id: str, batch: list[tuple[bytes, bytes | None]], done: object) -> None:
         written.append(len(batch))
         log.update(batch)
 

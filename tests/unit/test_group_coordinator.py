@@ -5,7 +5,7 @@ clock past them, with no sleeping."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -27,6 +27,15 @@ from kafkars.protocol import Errors
 
 G = "group"
 PROTOCOLS = [("range", b"sub-range"), ("roundrobin", b"sub-rr")]
+
+
+def answered(call: Callable[..., None], *args: Any) -> Any:
+    """Calls a coordinator method that answers through a callback (its last argument)
+    and returns the answer, which these stores give at once."""
+    answers: list[Any] = []
+    call(*args, answers.append)
+    assert len(answers) == 1
+    return answers[0]
 
 
 class Reply:
@@ -54,8 +63,15 @@ class RecordingStore(GroupStore):
     def __init__(self) -> None:
         self.batches: list[list[tuple[bytes, bytes | None]]] = []
 
-    def append(self, group_id: str, batch: list[tuple[bytes, bytes | None]]) -> None:
+    def append(
+        self,
+        group_id: str,
+        batch: list[tuple[bytes, bytes | None]],
+        done: Callable[[Errors], None] | None = None,
+    ) -> None:
         self.batches.append(batch)
+        if done is not None:
+            done(Errors.NONE)
 
 
 @pytest.fixture
@@ -315,8 +331,8 @@ def test_initial_rebalance_delay_gathers_members(clock: MockTime) -> None:
 
 def test_offset_commit_rules(coordinator: GroupCoordinator, store: RecordingStore) -> None:
     tp = ("topic", 0)
-    simple = coordinator.handle_commit_offsets(
-        G, "", None, -1, {tp: OffsetAndMetadata(5, -1, "m", 1)}
+    simple = answered(
+        coordinator.handle_commit_offsets, G, "", None, -1, {tp: OffsetAndMetadata(5, -1, "m", 1)}
     )
     assert simple == {tp: Errors.NONE}
     assert coordinator.handle_fetch_offsets(G, [tp, ("topic", 1)]) == {
@@ -326,15 +342,22 @@ def test_offset_commit_rules(coordinator: GroupCoordinator, store: RecordingStor
     assert coordinator.handle_fetch_offsets("unknown", [tp]) == {tp: None}
     leader, follower = stable_group_of_two(coordinator)
     o = {tp: OffsetAndMetadata(9)}
-    assert coordinator.handle_commit_offsets(G, follower, None, 2, o)[tp] is Errors.NONE
+    assert answered(coordinator.handle_commit_offsets, G, follower, None, 2, o)[tp] is Errors.NONE
     assert (
-        coordinator.handle_commit_offsets(G, follower, None, 1, o)[tp] is Errors.ILLEGAL_GENERATION
+        answered(coordinator.handle_commit_offsets, G, follower, None, 1, o)[tp]
+        is Errors.ILLEGAL_GENERATION
     )
-    assert coordinator.handle_commit_offsets(G, "x", None, 2, o)[tp] is Errors.UNKNOWN_MEMBER_ID
-    assert coordinator.handle_commit_offsets(G, "", None, -1, o)[tp] is Errors.UNKNOWN_MEMBER_ID
+    assert (
+        answered(coordinator.handle_commit_offsets, G, "x", None, 2, o)[tp]
+        is Errors.UNKNOWN_MEMBER_ID
+    )
+    assert (
+        answered(coordinator.handle_commit_offsets, G, "", None, -1, o)[tp]
+        is Errors.UNKNOWN_MEMBER_ID
+    )
     big = {tp: OffsetAndMetadata(1, metadata="x" * 5000)}
     assert (
-        coordinator.handle_commit_offsets(G, follower, None, 2, big)[tp]
+        answered(coordinator.handle_commit_offsets, G, follower, None, 2, big)[tp]
         is Errors.OFFSET_METADATA_TOO_LARGE
     )
     assert coordinator.handle_delete_groups([G]) == {G: Errors.NON_EMPTY_GROUP}
@@ -345,8 +368,13 @@ def test_offset_commit_rules(coordinator: GroupCoordinator, store: RecordingStor
 
 def test_offsets_expire_when_group_is_empty(coordinator: GroupCoordinator) -> None:
     tp = ("topic", 0)
-    coordinator.handle_commit_offsets(
-        G, "", None, -1, {tp: OffsetAndMetadata(5, commit_timestamp=1000)}
+    answered(
+        coordinator.handle_commit_offsets,
+        G,
+        "",
+        None,
+        -1,
+        {tp: OffsetAndMetadata(5, commit_timestamp=1000)},
     )
     retention = coordinator.config.offsets_retention_ms
     assert coordinator.expire_offsets(now=1000 + retention - 1) == 0
@@ -407,3 +435,64 @@ def test_a_failing_rebalance_answers_the_waiting_members(
     assert not r.done
     clock.sleep(300)
     assert r.get()["error_code"] == Errors.UNKNOWN_SERVER_ERROR
+
+
+class HeldStore(GroupStore):
+    """Keeps each write's completion for the test to run, with the error it chooses:
+    the ISR's answer, in whatever order it comes."""
+
+    def __init__(self) -> None:
+        self.waiting: list[Callable[[Errors], None]] = []
+
+    def append(
+        self,
+        group_id: str,
+        batch: list[tuple[bytes, bytes | None]],
+        done: Callable[[Errors], None] | None = None,
+    ) -> None:
+        if done is not None:
+            self.waiting.append(done)
+
+
+def held_coordinator(clock: MockTime) -> tuple[GroupCoordinator, HeldStore]:
+    store = HeldStore()
+    c = GroupCoordinator(
+        GroupConfig(min_session_timeout_ms=10, initial_rebalance_delay_ms=0), store, time=clock
+    )
+    c.startup(expire_offsets=False)
+    return c, store
+
+
+def test_commits_are_answered_when_written_and_applied_in_log_order(clock: MockTime) -> None:
+    c, store = held_coordinator(clock)
+    tp = ("topic", 0)
+    first: list[Any] = []
+    second: list[Any] = []
+    c.handle_commit_offsets(G, "", None, -1, {tp: OffsetAndMetadata(1)}, first.append)
+    c.handle_commit_offsets(G, "", None, -1, {tp: OffsetAndMetadata(2)}, second.append)
+    assert first == second == []  # nothing answers before the ISR has the commit
+    assert c.handle_fetch_offsets(G, [tp]) == {tp: None}
+    later, earlier = store.waiting.pop(), store.waiting.pop()
+    later(Errors.NONE)
+    earlier(Errors.NONE)  # completes last, but was written first
+    assert first == second == [{tp: Errors.NONE}]
+    assert c.handle_fetch_offsets(G, [tp])[tp] == OffsetAndMetadata(2)
+    failed: list[Any] = []
+    c.handle_commit_offsets(G, "", None, -1, {tp: OffsetAndMetadata(3)}, failed.append)
+    store.waiting.pop()(Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
+    assert failed == [{tp: Errors.COORDINATOR_NOT_AVAILABLE}]
+    assert c.handle_fetch_offsets(G, [tp])[tp] == OffsetAndMetadata(2)
+    c.shutdown()
+
+
+def test_a_failed_assignment_write_fails_syncgroup_and_rebalances(clock: MockTime) -> None:
+    c, store = held_coordinator(clock)
+    leader = join(c).get()["member_id"]
+    reply = sync(c, leader, 1, {leader: b"A"})
+    assert not reply.done and group(c).state is GroupState.COMPLETING_REBALANCE
+    store.waiting.pop()(Errors.REQUEST_TIMED_OUT)
+    # Kafka's storeGroup mapping: a timed-out write makes the members rejoin.
+    assert reply.get()["error_code"] == Errors.REBALANCE_IN_PROGRESS
+    assert group(c).state is GroupState.PREPARING_REBALANCE
+    assert group(c).members[leader].assignment == b""
+    c.shutdown()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -22,6 +22,15 @@ from kafkars.coordinator.group.group_coordinator import GroupConfig
 from kafkars.protocol import Errors
 
 G = "g"
+
+
+def answered(call: Callable[..., None], *args: Any) -> Any:
+    """Calls a coordinator method that answers through a callback (its last argument)
+    and returns the answer, which these stores give at once."""
+    answers: list[Any] = []
+    call(*args, answers.append)
+    assert len(answers) == 1
+    return answers[0]
 
 
 class Topics:
@@ -320,14 +329,14 @@ def test_commit_checks_of_consumer_group_members(env: Env) -> None:
     assert c.validate_fetch(G, mid, epoch - 1) is Errors.STALE_MEMBER_EPOCH
     assert c.validate_fetch(G, "x", epoch) is Errors.UNKNOWN_MEMBER_ID
     # TxnOffsetCommit through the classic coordinator applies the same checks.
-    results = env.classic.handle_txn_commit_offsets(G, mid, None, epoch + 1, 7, 0, {})
+    results = answered(env.classic.handle_txn_commit_offsets, G, mid, None, epoch + 1, 7, 0, {})
     assert results == {}
     from kafkars.coordinator.group.group_metadata import OffsetAndMetadata
 
     offsets = {("t", 0): OffsetAndMetadata(5)}
-    stale = env.classic.handle_txn_commit_offsets(G, mid, None, epoch + 1, 7, 0, offsets)
+    stale = answered(env.classic.handle_txn_commit_offsets, G, mid, None, epoch + 1, 7, 0, offsets)
     assert stale == {("t", 0): Errors.ILLEGAL_GENERATION}
-    ok = env.classic.handle_txn_commit_offsets(G, mid, None, epoch, 7, 0, offsets)
+    ok = answered(env.classic.handle_txn_commit_offsets, G, mid, None, epoch, 7, 0, offsets)
     assert ok == {("t", 0): Errors.NONE}
 
 
@@ -421,7 +430,7 @@ def test_member_metadata_records_as_kafka_writes_them() -> None:
 def test_classic_members_of_a_consumer_group_survive_a_reload() -> None:
     e = Env()
     written: dict[bytes, bytes | None] = {}
-    e.consumer.store = lambda _g, batch: written.update(batch)
+    e.consumer.store = lambda _g, batch, _done: written.update(batch)
     try:
         leader, _follower, gen = e.stable_classic_pair()
         e.cg_join()

@@ -3,6 +3,9 @@ AddPartitionsToTxn, EndTxn with its markers, timeouts, id expiration, reload."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 
 from kafkars.coordinator.clock import MockTime
@@ -34,8 +37,25 @@ class Markers:
     def __init__(self) -> None:
         self.written: list[tuple[int, int, bool, list[tuple[str, int]]]] = []
 
-    def __call__(self, pid: int, epoch: int, commit: bool, tps: list[tuple[str, int]]) -> None:
+    def __call__(
+        self,
+        pid: int,
+        epoch: int,
+        commit: bool,
+        tps: list[tuple[str, int]],
+        done: Callable[[Errors], None],
+    ) -> None:
         self.written.append((pid, epoch, commit, tps))
+        done(Errors.NONE)
+
+
+def answered(call: Callable[..., None], *args: Any, **kwargs: Any) -> Any:
+    """Calls a coordinator method that answers through its `callback` and returns the
+    answer, which these stores and markers give at once."""
+    answers: list[Any] = []
+    call(*args, **kwargs, callback=answers.append)
+    assert len(answers) == 1
+    return answers[0]
 
 
 class Blocks:
@@ -66,7 +86,7 @@ def make(
 
 
 def init(c: TransactionCoordinator, txn_id: str = "tx") -> tuple[int, int]:
-    result = c.handle_init_producer_id(txn_id, TIMEOUT)
+    result = answered(c.handle_init_producer_id, txn_id, TIMEOUT)
     assert result.error is Errors.NONE
     return result.producer_id, result.producer_epoch
 
@@ -81,55 +101,75 @@ def test_init_producer_id_starts_at_epoch_zero_and_bumps_it() -> None:
 
 def test_init_producer_id_validates_its_request() -> None:
     c, _, _, _ = make()
-    assert c.handle_init_producer_id("tx", 0).error is Errors.INVALID_TRANSACTION_TIMEOUT
-    assert c.handle_init_producer_id("tx", 900_001).error is Errors.INVALID_TRANSACTION_TIMEOUT
-    assert c.handle_init_producer_id("", TIMEOUT).error is Errors.INVALID_REQUEST
-    idempotent = c.handle_init_producer_id(None, 0)
+    assert answered(c.handle_init_producer_id, "tx", 0).error is Errors.INVALID_TRANSACTION_TIMEOUT
+    assert (
+        answered(c.handle_init_producer_id, "tx", 900_001).error
+        is Errors.INVALID_TRANSACTION_TIMEOUT
+    )
+    assert answered(c.handle_init_producer_id, "", TIMEOUT).error is Errors.INVALID_REQUEST
+    idempotent = answered(c.handle_init_producer_id, None, 0)
     assert idempotent.error is Errors.NONE and idempotent.producer_epoch == 0
 
 
 def test_commit_writes_markers_to_every_partition() -> None:
     c, markers, _, _ = make()
     pid, epoch = init(c)
-    assert c.handle_add_partitions("tx", pid, epoch, [("a", 0), ("b", 1)]) is Errors.NONE
+    assert answered(c.handle_add_partitions, "tx", pid, epoch, [("a", 0), ("b", 1)]) is Errors.NONE
     assert c.get("tx").state is S.ONGOING  # type: ignore[union-attr]
-    assert c.handle_add_partitions("tx", pid, epoch, [("a", 0)]) is Errors.NONE
-    assert c.handle_end_transaction("tx", pid, epoch, commit=True) is Errors.NONE
+    assert answered(c.handle_add_partitions, "tx", pid, epoch, [("a", 0)]) is Errors.NONE
+    assert answered(c.handle_end_transaction, "tx", pid, epoch, commit=True) is Errors.NONE
     assert markers.written == [(pid, epoch, True, [("a", 0), ("b", 1)])]
     assert c.get("tx").state is S.COMPLETE_COMMIT  # type: ignore[union-attr]
     # A retried EndTxn is answered as before; the other outcome is refused.
-    assert c.handle_end_transaction("tx", pid, epoch, commit=True) is Errors.NONE
-    assert c.handle_end_transaction("tx", pid, epoch, commit=False) is Errors.INVALID_TXN_STATE
+    assert answered(c.handle_end_transaction, "tx", pid, epoch, commit=True) is Errors.NONE
+    assert (
+        answered(c.handle_end_transaction, "tx", pid, epoch, commit=False)
+        is Errors.INVALID_TXN_STATE
+    )
     assert len(markers.written) == 1
     # The next transaction starts from CompleteCommit with a clean partition set.
-    assert c.handle_add_partitions("tx", pid, epoch, [("c", 0)]) is Errors.NONE
-    assert c.handle_end_transaction("tx", pid, epoch, commit=False) is Errors.NONE
+    assert answered(c.handle_add_partitions, "tx", pid, epoch, [("c", 0)]) is Errors.NONE
+    assert answered(c.handle_end_transaction, "tx", pid, epoch, commit=False) is Errors.NONE
     assert markers.written[-1] == (pid, epoch, False, [("c", 0)])
 
 
 def test_end_txn_errors() -> None:
     c, _, _, _ = make()
     pid, epoch = init(c)
-    assert c.handle_end_transaction("tx", pid, epoch, commit=True) is Errors.INVALID_TXN_STATE
-    assert c.handle_end_transaction("nope", pid, epoch, True) is Errors.INVALID_PRODUCER_ID_MAPPING
     assert (
-        c.handle_end_transaction("tx", pid + 1, epoch, True) is Errors.INVALID_PRODUCER_ID_MAPPING
+        answered(c.handle_end_transaction, "tx", pid, epoch, commit=True)
+        is Errors.INVALID_TXN_STATE
     )
-    assert c.handle_add_partitions("tx", pid, epoch + 1, [("a", 0)]) is Errors.PRODUCER_FENCED
+    assert (
+        answered(c.handle_end_transaction, "nope", pid, epoch, True)
+        is Errors.INVALID_PRODUCER_ID_MAPPING
+    )
+    assert (
+        answered(c.handle_end_transaction, "tx", pid + 1, epoch, True)
+        is Errors.INVALID_PRODUCER_ID_MAPPING
+    )
+    assert (
+        answered(c.handle_add_partitions, "tx", pid, epoch + 1, [("a", 0)])
+        is Errors.PRODUCER_FENCED
+    )
 
 
 def test_a_new_instance_fences_the_old_and_aborts_its_transaction() -> None:
     c, markers, _, _ = make()
     pid, epoch = init(c)
-    c.handle_add_partitions("tx", pid, epoch, [("a", 0)])
+    answered(c.handle_add_partitions, "tx", pid, epoch, [("a", 0)])
     # The new instance is told to retry while the open transaction is aborted.
-    assert c.handle_init_producer_id("tx", TIMEOUT).error is Errors.CONCURRENT_TRANSACTIONS
+    assert (
+        answered(c.handle_init_producer_id, "tx", TIMEOUT).error is Errors.CONCURRENT_TRANSACTIONS
+    )
     assert markers.written == [(pid, epoch + 1, False, [("a", 0)])]
     assert c.get("tx").state is S.COMPLETE_ABORT  # type: ignore[union-attr]
     assert init(c) == (pid, epoch + 2)
     # The zombie's requests are fenced.
-    assert c.handle_add_partitions("tx", pid, epoch, [("a", 0)]) is Errors.PRODUCER_FENCED
-    assert c.handle_end_transaction("tx", pid, epoch, commit=True) is Errors.PRODUCER_FENCED
+    assert answered(c.handle_add_partitions, "tx", pid, epoch, [("a", 0)]) is Errors.PRODUCER_FENCED
+    assert (
+        answered(c.handle_end_transaction, "tx", pid, epoch, commit=True) is Errors.PRODUCER_FENCED
+    )
     assert c.verify_produce("tx", pid, epoch, ("a", 0)) is Errors.INVALID_PRODUCER_EPOCH
 
 
@@ -145,7 +185,7 @@ def test_produce_verification_kip_890() -> None:
     c, _, _, _ = make()
     pid, epoch = init(c)
     assert c.verify_produce("tx", pid, epoch, ("a", 0)) is Errors.INVALID_TXN_STATE
-    c.handle_add_partitions("tx", pid, epoch, [("a", 0)])
+    answered(c.handle_add_partitions, "tx", pid, epoch, [("a", 0)])
     assert c.verify_produce("tx", pid, epoch, ("a", 0)) is Errors.NONE
     assert c.verify_produce("tx", pid, epoch, ("a", 1)) is Errors.INVALID_TXN_STATE
     assert c.verify_produce("other", pid, epoch, ("a", 0)) is Errors.INVALID_TXN_STATE
@@ -159,7 +199,7 @@ def test_produce_verification_kip_890() -> None:
 def test_timed_out_transactions_are_aborted_with_a_bumped_epoch() -> None:
     c, markers, time, _ = make()
     pid, epoch = init(c)
-    c.handle_add_partitions("tx", pid, epoch, [("a", 0)])
+    answered(c.handle_add_partitions, "tx", pid, epoch, [("a", 0)])
     time.sleep(TIMEOUT)
     assert c.abort_timed_out_transactions() == 0  # not past it yet
     time.sleep(1)
@@ -167,16 +207,18 @@ def test_timed_out_transactions_are_aborted_with_a_bumped_epoch() -> None:
     assert markers.written == [(pid, epoch + 1, False, [("a", 0)])]
     txn = c.get("tx")
     assert txn is not None and txn.state is S.COMPLETE_ABORT and txn.producer_epoch == epoch + 1
-    assert c.handle_end_transaction("tx", pid, epoch, commit=True) is Errors.PRODUCER_FENCED
+    assert (
+        answered(c.handle_end_transaction, "tx", pid, epoch, commit=True) is Errors.PRODUCER_FENCED
+    )
 
 
 def test_idle_transactional_ids_expire() -> None:
     c, _, time, store = make()
     pid, epoch = init(c)
-    c.handle_add_partitions("tx", pid, epoch, [("a", 0)])
+    answered(c.handle_add_partitions, "tx", pid, epoch, [("a", 0)])
     time.sleep(CONFIG.transactional_id_expiration_ms + 1)
     assert c.remove_expired_transactional_ids() == 0  # an open transaction never expires
-    c.handle_end_transaction("tx", pid, epoch, commit=True)
+    answered(c.handle_end_transaction, "tx", pid, epoch, commit=True)
     time.sleep(CONFIG.transactional_id_expiration_ms)
     assert c.remove_expired_transactional_ids() == 1
     assert c.get("tx") is None
@@ -189,7 +231,7 @@ def test_idle_transactional_ids_expire() -> None:
 def test_state_reloads_from_the_store() -> None:
     c, _, time, store = make()
     pid, epoch = init(c)
-    c.handle_add_partitions("tx", pid, epoch, [("a", 0), ("a", 3)])
+    answered(c.handle_add_partitions, "tx", pid, epoch, [("a", 0), ("a", 3)])
     init(c, "other")
     reloaded, _, _, _ = make(store, time)
     txn = reloaded.get("tx")
@@ -206,7 +248,7 @@ def test_state_reloads_from_the_store() -> None:
 def test_a_prepared_transaction_is_completed_on_start_up() -> None:
     c, _, time, store = make()
     pid, epoch = init(c)
-    c.handle_add_partitions("tx", pid, epoch, [("a", 0)])
+    answered(c.handle_add_partitions, "tx", pid, epoch, [("a", 0)])
     txn = c.get("tx")
     assert txn is not None
     txn.transition_to(S.PREPARE_COMMIT, time.milliseconds())
@@ -229,7 +271,7 @@ def test_producer_ids_never_repeat_across_restarts() -> None:
 def test_describe_and_list() -> None:
     c, _, time, _ = make()
     pid, epoch = init(c)
-    c.handle_add_partitions("tx", pid, epoch, [("b", 1), ("a", 0), ("a", 2)])
+    answered(c.handle_add_partitions, "tx", pid, epoch, [("b", 1), ("a", 0), ("a", 2)])
     init(c, "idle")
     d = c.describe("tx")
     assert d["transaction_state"] == "Ongoing" and d["producer_id"] == pid
@@ -269,18 +311,23 @@ def test_records_round_trip_in_kafkas_format() -> None:
 def test_a_failed_marker_write_is_retried() -> None:
     c, markers, _, _ = make()
     pid, epoch = init(c)
-    c.handle_add_partitions("tx", pid, epoch, [("a", 0)])
+    answered(c.handle_add_partitions, "tx", pid, epoch, [("a", 0)])
 
-    def failing(pid: int, epoch: int, commit: bool, tps: list[tuple[str, int]]) -> None:
+    def failing(
+        pid: int, epoch: int, commit: bool, tps: list[tuple[str, int]], done: object
+    ) -> None:
         raise OSError("disk full")
 
     c.write_markers = failing
     with pytest.raises(OSError):
-        c.handle_end_transaction("tx", pid, epoch, commit=True)
+        answered(c.handle_end_transaction, "tx", pid, epoch, commit=True)
     assert c.get("tx").state is S.PREPARE_COMMIT  # type: ignore[union-attr]
-    assert c.handle_end_transaction("tx", pid, epoch, commit=False) is Errors.INVALID_TXN_STATE
+    assert (
+        answered(c.handle_end_transaction, "tx", pid, epoch, commit=False)
+        is Errors.INVALID_TXN_STATE
+    )
     c.write_markers = markers
-    assert c.handle_end_transaction("tx", pid, epoch, commit=True) is Errors.NONE
+    assert answered(c.handle_end_transaction, "tx", pid, epoch, commit=True) is Errors.NONE
     assert markers.written == [(pid, epoch, True, [("a", 0)])]
     assert c.get("tx").state is S.COMPLETE_COMMIT  # type: ignore[union-attr]
 
@@ -289,17 +336,22 @@ def test_kip_360_resume_retry_and_fenced_resume() -> None:
     c, _, time, _ = make()
     pid, epoch = init(c)
     # A producer resuming with its current id and epoch gets the next epoch...
-    resumed = c.handle_init_producer_id("tx", TIMEOUT, pid, epoch)
+    resumed = answered(c.handle_init_producer_id, "tx", TIMEOUT, pid, epoch)
     assert (resumed.error, resumed.producer_id, resumed.producer_epoch) == (Errors.NONE, pid, 1)
     # ...and a retry of that request (its answer was lost) gets the same one again.
-    retried = c.handle_init_producer_id("tx", TIMEOUT, pid, epoch)
+    retried = answered(c.handle_init_producer_id, "tx", TIMEOUT, pid, epoch)
     assert (retried.error, retried.producer_epoch) == (Errors.NONE, 1)
     # A transaction aborted on its timeout fences the epoch for good.
-    c.handle_add_partitions("tx", pid, 1, [("a", 0)])
+    answered(c.handle_add_partitions, "tx", pid, 1, [("a", 0)])
     time.sleep(TIMEOUT + 1)
     c.abort_timed_out_transactions()
-    assert c.handle_init_producer_id("tx", TIMEOUT, pid, 1).error is Errors.PRODUCER_FENCED
-    assert c.handle_init_producer_id("tx", TIMEOUT, pid + 1, 0).error is Errors.PRODUCER_FENCED
+    assert (
+        answered(c.handle_init_producer_id, "tx", TIMEOUT, pid, 1).error is Errors.PRODUCER_FENCED
+    )
+    assert (
+        answered(c.handle_init_producer_id, "tx", TIMEOUT, pid + 1, 0).error
+        is Errors.PRODUCER_FENCED
+    )
     assert init(c) == (pid, 3)
 
 
@@ -307,17 +359,56 @@ def test_a_failed_append_undoes_the_transition() -> None:
     c, _, _, store = make()
     pid, epoch = init(c)
 
-    def broken(txn: TransactionMetadata) -> None:
+    def broken(txn: TransactionMetadata, done: object = None) -> None:
         raise OSError("log offline")
 
     working = store.store
     store.store = broken  # type: ignore[method-assign]
     with pytest.raises(OSError):
-        c.handle_add_partitions("tx", pid, epoch, [("a", 0)])
+        answered(c.handle_add_partitions, "tx", pid, epoch, [("a", 0)])
     txn = c.get("tx")
     assert txn is not None and txn.state is S.EMPTY and txn.partitions == set()
     with pytest.raises(OSError):
-        c.handle_init_producer_id("tx", TIMEOUT)
+        answered(c.handle_init_producer_id, "tx", TIMEOUT)
     assert txn.producer_epoch == epoch
     store.store = working  # type: ignore[method-assign]
-    assert c.handle_add_partitions("tx", pid, epoch, [("a", 0)]) is Errors.NONE
+    assert answered(c.handle_add_partitions, "tx", pid, epoch, [("a", 0)]) is Errors.NONE
+
+
+class HeldStore(TransactionStore):
+    """Keeps each write's completion for the test to run with the error it chooses."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waiting: list[Callable[[Errors], None]] = []
+
+    def append(
+        self,
+        transactional_id: str,
+        key: bytes,
+        value: bytes | None,
+        done: Callable[[Errors], None] | None = None,
+    ) -> None:
+        self.records.append((key, value))
+        if done is not None:
+            self.waiting.append(done)
+
+
+def test_a_transition_is_answered_once_written_and_undone_if_the_write_fails() -> None:
+    store = HeldStore()
+    c, _, _, _ = make(store)
+    first: list[Any] = []
+    c.handle_init_producer_id("tx", TIMEOUT, callback=first.append)
+    assert first == []  # waits for the ISR
+    # Meanwhile the id is busy, as Kafka's pending state makes it.
+    assert answered(c.handle_init_producer_id, "tx", TIMEOUT).error is (
+        Errors.CONCURRENT_TRANSACTIONS
+    )
+    store.waiting.pop()(Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
+    assert first[0].error is Errors.COORDINATOR_NOT_AVAILABLE
+    txn = c.get("tx")
+    assert txn is not None and txn.producer_epoch == -1 and not txn.pending_transition
+    again: list[Any] = []
+    c.handle_init_producer_id("tx", TIMEOUT, callback=again.append)
+    store.waiting.pop()(Errors.NONE)
+    assert again[0].error is Errors.NONE and again[0].producer_epoch == 0

@@ -3,6 +3,9 @@ the group's only when its commit marker arrives, and are dropped on abort."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from kafkars.coordinator.clock import MockTime
 from kafkars.coordinator.group import GroupCoordinator
 from kafkars.coordinator.group.group_coordinator import GroupConfig
@@ -11,14 +14,30 @@ from kafkars.coordinator.group.group_metadata_manager import GroupStore
 from kafkars.protocol import Errors
 
 
+def answered(call: Callable[..., None], *args: Any) -> Any:
+    """Calls a coordinator method that answers through a callback (its last argument)
+    and returns the answer, which these stores give at once."""
+    answers: list[Any] = []
+    call(*args, answers.append)
+    assert len(answers) == 1
+    return answers[0]
+
+
 class RecordingStore(GroupStore):
     def __init__(self) -> None:
         self.transactional: list[tuple[str, int, int, int]] = []
 
     def append_transactional(
-        self, group_id: str, batch: list[tuple[bytes, bytes | None]], pid: int, epoch: int
+        self,
+        group_id: str,
+        batch: list[tuple[bytes, bytes | None]],
+        pid: int,
+        epoch: int,
+        done: Callable[[Errors], None] | None = None,
     ) -> None:
         self.transactional.append((group_id, pid, epoch, len(batch)))
+        if done is not None:
+            done(Errors.NONE)
 
 
 def coordinator() -> tuple[GroupCoordinator, RecordingStore]:
@@ -30,7 +49,7 @@ def coordinator() -> tuple[GroupCoordinator, RecordingStore]:
 
 def commit(c: GroupCoordinator, pid: int, offset: int) -> dict[tuple[str, int], Errors]:
     offsets = {("t", 0): OffsetAndMetadata(offset), ("t", 1): OffsetAndMetadata(offset + 1)}
-    return c.handle_txn_commit_offsets("g", "", None, -1, pid, 0, offsets)
+    return answered(c.handle_txn_commit_offsets, "g", "", None, -1, pid, 0, offsets)
 
 
 def test_offsets_are_committed_by_the_commit_marker() -> None:
@@ -60,6 +79,6 @@ def test_offsets_are_dropped_by_the_abort_marker() -> None:
 def test_a_stale_member_generation_is_refused() -> None:
     c, store = coordinator()
     offsets = {("t", 0): OffsetAndMetadata(1)}
-    result = c.handle_txn_commit_offsets("g", "gone-member", None, 3, 7, 0, offsets)
+    result = answered(c.handle_txn_commit_offsets, "g", "gone-member", None, 3, 7, 0, offsets)
     assert result[("t", 0)] is not Errors.NONE
     assert store.transactional == []

@@ -1,17 +1,25 @@
 """The coordinators' appends to their internal topics: acks=all (Kafka appends group and
 transaction state with required acks -1, so a coordinator failover never loses what was
-acknowledged), and the errors a client of the coordinator sees when one fails."""
+acknowledged), completed by callback, and the errors a client of the coordinator sees
+when one fails."""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from typing import Any
 
-from kafkars.protocol import Errors, KafkaError
+from kafkars.protocol import Errors
 from kafkars.server.replica_manager import ReplicaManager
 
+log = logging.getLogger("kafkars.coordinator")
+
+# Called once with the append's error (Errors.NONE once the ISR has it).
+AppendDone = Callable[[Errors], None]
+
 # What the append's error becomes for the coordinator's client (Kafka's mapping in
-# GroupMetadataManager and TransactionStateManager): leadership lost means the
-# coordinator moved; too few replicas or too slow means try the coordinator again later.
+# GroupMetadataManager's offset commits and TransactionStateManager): leadership lost
+# means the coordinator moved; too few replicas or too slow means try it again later.
 _AS_COORDINATOR_ERROR = {
     Errors.NOT_LEADER_OR_FOLLOWER: Errors.NOT_COORDINATOR,
     Errors.KAFKA_STORAGE_ERROR: Errors.NOT_COORDINATOR,
@@ -21,16 +29,71 @@ _AS_COORDINATOR_ERROR = {
     Errors.REQUEST_TIMED_OUT: Errors.COORDINATOR_NOT_AVAILABLE,
 }
 
+# A group's metadata (SyncGroup's assignment): as above, but a timed-out write makes the
+# members rejoin, and a write too large is the server's fault (GroupMetadataManager
+# storeGroup).
+_AS_GROUP_STORE_ERROR = {
+    **_AS_COORDINATOR_ERROR,
+    Errors.REQUEST_TIMED_OUT: Errors.REBALANCE_IN_PROGRESS,
+    Errors.MESSAGE_TOO_LARGE: Errors.UNKNOWN_SERVER_ERROR,
+    Errors.RECORD_LIST_TOO_LARGE: Errors.UNKNOWN_SERVER_ERROR,
+    Errors.INVALID_FETCH_SIZE: Errors.UNKNOWN_SERVER_ERROR,
+}
+
+
+# Offset commits: as above, and offsets too large to write are the commit's fault
+# (GroupMetadataManager's maybeConvertOffsetCommitError).
+_AS_OFFSET_COMMIT_ERROR = {
+    **_AS_COORDINATOR_ERROR,
+    Errors.MESSAGE_TOO_LARGE: Errors.INVALID_COMMIT_OFFSET_SIZE,
+    Errors.RECORD_LIST_TOO_LARGE: Errors.INVALID_COMMIT_OFFSET_SIZE,
+    Errors.INVALID_FETCH_SIZE: Errors.INVALID_COMMIT_OFFSET_SIZE,
+}
+
+
+def offset_commit_error(error: Errors) -> Errors:
+    """An append error as OffsetCommit and TxnOffsetCommit answer it."""
+    return _AS_OFFSET_COMMIT_ERROR.get(error, error)
+
+
+def coordinator_error(error: Errors) -> Errors:
+    """An append error as an offset commit or transaction coordinator answers it."""
+    return _AS_COORDINATOR_ERROR.get(error, error)
+
+
+def group_store_error(error: Errors) -> Errors:
+    """An append error as SyncGroup answers it (Kafka's storeGroup callback)."""
+    return _AS_GROUP_STORE_ERROR.get(error, error)
+
 
 def append_replicated(
-    replica_manager: ReplicaManager, topic: str, partition: int, records: Any, timeout_s: float
-) -> Any:
-    """Appends as the partition's leader and waits for the ISR; raises the coordinator
-    error a client understands if either fails."""
-    try:
-        return replica_manager.append_replicated(topic, partition, records, timeout_s)
-    except KafkaError as e:
-        mapped = _AS_COORDINATOR_ERROR.get(e.code)
-        if mapped is None:
-            raise
-        raise KafkaError(mapped, e.message) from None
+    replica_manager: ReplicaManager,
+    topic: str,
+    partition: int,
+    records: Any,
+    timeout_ms: int,
+    done: AppendDone,
+) -> None:
+    """Appends as the partition's leader; `done(error)` runs once the ISR has the
+    records (Errors.NONE) or the append or the wait failed, on whichever thread
+    completes it. Nothing waits here: the caller's thread returns at once."""
+
+    def completed(error: Errors, _info: Any) -> None:
+        try:
+            done(error)
+        except Exception:
+            # Raised on a fetch or timer thread: log it there rather than lose it.
+            log.exception("Completing an append to %s-%d failed", topic, partition)
+
+    replica_manager.append_records(topic, partition, records, timeout_ms, completed)
+
+
+def logged(what: str) -> AppendDone:
+    """A completion for an append nobody waits for (Kafka writes tombstones with acks=0
+    and only warns when a write like this fails)."""
+
+    def done(error: Errors) -> None:
+        if error is not Errors.NONE:
+            log.warning("%s failed: %s", what, error.name)
+
+    return done

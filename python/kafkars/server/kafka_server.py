@@ -440,6 +440,8 @@ class KafkaServer:
                 self.group_coordinator.shutdown()
             if self.transaction_coordinator is not None:
                 self.transaction_coordinator.shutdown()
+            if getattr(self, "txn_marker_writer", None) is not None:
+                self.txn_marker_writer.shutdown()
             if self.consumer_group_coordinator is not None:
                 self.consumer_group_coordinator.shutdown()
                 self._consumer_group_timer.shutdown()

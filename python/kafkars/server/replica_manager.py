@@ -10,14 +10,16 @@ and high-watermark move wakes without the GIL.
 from __future__ import annotations
 
 import threading
-import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from kafkars import _core
 from kafkars.protocol import Errors, KafkaError
 
 TopicPartition = tuple[str, int]
+# (error, the append info when it succeeded)
+AppendCallback = Callable[[Errors, Any], None]
 
 
 class ReplicaManager:
@@ -223,28 +225,41 @@ class ReplicaManager:
         p = self.get_partition(topic, partition)
         return p.append_records_to_leader(records, required_acks)
 
-    def await_replication(self, topic: str, partition: int, offset: int, timeout_s: float) -> None:
-        """Waits until the partition's high watermark reaches `offset` (the ISR has what
-        was appended below it), as long as this broker still leads the partition: what
-        an acks=all produce waits for, for the coordinators' own appends."""
-        handle = self._partitions.get((topic, partition))
-        deadline = time.monotonic() + timeout_s
-        pause = 0.0002
-        while handle is not None and handle.high_watermark < offset:
-            if not handle.is_leader:
-                raise KafkaError(Errors.NOT_LEADER_OR_FOLLOWER)
-            if time.monotonic() > deadline:
-                raise KafkaError(
-                    Errors.REQUEST_TIMED_OUT, f"the ISR of {topic}-{partition} did not catch up"
-                )
-            time.sleep(pause)
-            pause = min(pause * 2, 0.005)
+    def append_records(
+        self,
+        topic: str,
+        partition: int,
+        records: Any,
+        timeout_ms: int,
+        callback: AppendCallback,
+    ) -> None:
+        """Kafka's appendRecords with acks=all, for the coordinators' own writes: appends
+        as the leader (`min.insync.replicas` in the ISR) and parks the wait for the ISR
+        in the produce purgatory. `callback(error, info)` runs once, on whichever thread
+        completes it (this one, before returning, if the ISR already has the append):
+        `Errors.NONE` and the append info, or the append's or the wait's error."""
+        try:
+            info = self.append(topic, partition, records, required_acks=-1)
+        except KafkaError as e:
+            callback(e.code, None)
+            return
+        self.delay_produce(topic, partition, info, timeout_ms, callback)
 
-    def append_replicated(self, topic: str, partition: int, records: Any, timeout_s: float) -> Any:
-        """An acks=all append: `min.insync.replicas` in the ISR, then the ISR has it."""
-        info = self.append(topic, partition, records, required_acks=-1)
-        self.await_replication(topic, partition, info.last_offset + 1, timeout_s)
-        return info
+    def delay_produce(
+        self, topic: str, partition: int, info: Any, timeout_ms: int, callback: AppendCallback
+    ) -> None:
+        """Calls `callback(error, info)` once the ISR has the append `info` describes
+        (Kafka's DelayedProduce), or with why it never will."""
+        handle = self._partitions.get((topic, partition))
+        if handle is None:
+            callback(Errors.NOT_LEADER_OR_FOLLOWER, None)
+            return
+        assert self.delayed is not None, "a broker's replica manager has its purgatories"
+
+        def done(code: int) -> None:
+            callback(Errors(code), info if code == 0 else None)
+
+        self.delayed.delay_produce(handle, info.last_offset + 1, timeout_ms, done)
 
     def write_txn_marker(
         self,

@@ -55,6 +55,40 @@ impl std::fmt::Debug for Watchers {
     }
 }
 
+impl Watchers {
+    fn new(purge_interval: usize) -> Self {
+        Watchers {
+            fetch: DelayedOperationPurgatory::new("Fetch", purge_interval),
+            produce: DelayedOperationPurgatory::new("Produce", purge_interval),
+            isr_changes: Arc::new(Mutex::new(Vec::new())),
+        }
+    }
+
+    /// Waits (in the produce purgatory, no thread held) until `target`'s high watermark
+    /// reaches `required_offset`, then calls `done` with the partition's outcome.
+    fn delay_produce(
+        &self,
+        target: Arc<Partition>,
+        required_offset: i64,
+        timeout_ms: i64,
+        done: Box<dyn FnOnce(Vec<i16>) + Send>,
+    ) {
+        let key = target.topic_partition().clone();
+        let op = Arc::new(DelayedProduce::new(
+            timeout_ms.max(0) as u64,
+            vec![PendingPartition {
+                topic: 0,
+                partition: 0,
+                target,
+                required_offset,
+                result: None,
+            }],
+            ProduceCompletion::Callback(done),
+        ));
+        self.produce.try_complete_else_watch(&op, &[key]);
+    }
+}
+
 impl PartitionListener for Watchers {
     fn on_partition_change(
         &self,
@@ -382,28 +416,36 @@ struct PendingPartition {
     partition: usize,
     target: Arc<Partition>,
     required_offset: i64,
-    done: bool,
+    /// The partition's outcome once known: 0, or the error it is answered with.
+    result: Option<i16>,
 }
 
+/// Who hears the outcome of a [`DelayedProduce`].
+enum ProduceCompletion {
+    /// A Produce request: the response, its failed partitions marked, is sent.
+    Reply(PendingReply, ProduceResponse),
+    /// A coordinator's own append (Kafka's appendRecords `responseCallback`): called once
+    /// with each pending partition's error code, in order.
+    Callback(Box<dyn FnOnce(Vec<i16>) + Send>),
+}
+
+/// Kafka's DelayedProduce: acks=all appends waiting until their partitions' high
+/// watermarks reach them, the ISR shrinks below `min.insync.replicas`, leadership moves
+/// or `delay_ms` passes.
 struct DelayedProduce {
     state: OperationState,
     delay_ms: u64,
     pending: Mutex<Vec<PendingPartition>>,
-    reply: Mutex<Option<(PendingReply, ProduceResponse)>>,
+    completion: Mutex<Option<ProduceCompletion>>,
 }
 
 impl DelayedProduce {
-    fn set_error(&self, p: &PendingPartition, code: i16) {
-        if let Some((_, response)) = lock(&self.reply).as_mut()
-            && let Some(slot) = response
-                .responses
-                .get_mut(p.topic)
-                .and_then(|t| t.partition_responses.get_mut(p.partition))
-        {
-            slot.error_code = code;
-            if code != 0 {
-                slot.base_offset = -1;
-            }
+    fn new(delay_ms: u64, pending: Vec<PendingPartition>, completion: ProduceCompletion) -> Self {
+        Self {
+            state: OperationState::new(),
+            delay_ms,
+            pending: Mutex::new(pending),
+            completion: Mutex::new(Some(completion)),
         }
     }
 }
@@ -420,31 +462,52 @@ impl DelayedOperation for DelayedProduce {
     fn try_complete(&self) -> bool {
         let mut pending = lock(&self.pending);
         let mut all_done = true;
-        for p in pending.iter_mut().filter(|p| !p.done) {
-            match p
+        for p in pending.iter_mut().filter(|p| p.result.is_none()) {
+            p.result = p
                 .target
-                .check_enough_replicas_reach_offset(p.required_offset)
-            {
-                Some(code) => {
-                    p.done = true;
-                    self.set_error(p, code);
-                }
-                None => all_done = false,
-            }
+                .check_enough_replicas_reach_offset(p.required_offset);
+            all_done &= p.result.is_some();
         }
         drop(pending);
         all_done && self.force_complete()
     }
 
     fn on_expiration(&self) {
-        for p in lock(&self.pending).iter().filter(|p| !p.done) {
-            self.set_error(p, ResponseError::RequestTimedOut.code());
+        for p in lock(&self.pending).iter_mut() {
+            p.result
+                .get_or_insert(ResponseError::RequestTimedOut.code());
         }
     }
 
     fn on_complete(&self) {
-        if let Some((reply, response)) = lock(&self.reply).take() {
-            reply.send(|| ResponseKind::Produce(response));
+        let Some(completion) = lock(&self.completion).take() else {
+            return;
+        };
+        let pending = std::mem::take(&mut *lock(&self.pending));
+        // Completed without a result (purgatory shutdown): the wait did not succeed.
+        let code = |p: &PendingPartition| {
+            p.result
+                .unwrap_or_else(|| ResponseError::RequestTimedOut.code())
+        };
+        match completion {
+            ProduceCompletion::Reply(reply, mut response) => {
+                for p in &pending {
+                    let code = code(p);
+                    if code == 0 {
+                        continue;
+                    }
+                    if let Some(slot) = response
+                        .responses
+                        .get_mut(p.topic)
+                        .and_then(|t| t.partition_responses.get_mut(p.partition))
+                    {
+                        slot.error_code = code;
+                        slot.base_offset = -1;
+                    }
+                }
+                reply.send(|| ResponseKind::Produce(response));
+            }
+            ProduceCompletion::Callback(done) => done(pending.iter().map(code).collect()),
         }
     }
 }
@@ -510,11 +573,7 @@ impl DelayedOperations {
     #[pyo3(signature = (purge_interval = DEFAULT_PURGE_INTERVAL))]
     fn new(purge_interval: usize) -> Self {
         Self {
-            inner: Arc::new(Watchers {
-                fetch: DelayedOperationPurgatory::new("Fetch", purge_interval),
-                produce: DelayedOperationPurgatory::new("Produce", purge_interval),
-                isr_changes: Arc::new(Mutex::new(Vec::new())),
-            }),
+            inner: Arc::new(Watchers::new(purge_interval)),
         }
     }
 
@@ -675,7 +734,7 @@ impl DelayedOperations {
                                             partition: i,
                                             target: Arc::clone(&partition),
                                             required_offset: info.last_offset + 1,
-                                            done: false,
+                                            result: None,
                                         });
                                     }
                                     PartitionProduceResponse::default()
@@ -738,15 +797,42 @@ impl DelayedOperations {
                 .iter()
                 .map(|p| p.target.topic_partition().clone())
                 .collect();
-            let op = Arc::new(DelayedProduce {
-                state: OperationState::new(),
-                delay_ms: timeout_ms.max(0) as u64,
-                pending: Mutex::new(pending),
-                reply: Mutex::new(Some((reply, response))),
-            });
+            let op = Arc::new(DelayedProduce::new(
+                timeout_ms.max(0) as u64,
+                pending,
+                ProduceCompletion::Reply(reply, response),
+            ));
             watchers.produce.try_complete_else_watch(&op, &keys);
         });
         Ok(())
+    }
+
+    /// Parks a coordinator's acks=all append (already made, ending before
+    /// `required_offset`) in the produce purgatory; `callback(error_code)` runs once,
+    /// on whichever thread completes it: 0 when the ISR has the append,
+    /// NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS_AFTER_APPEND, or REQUEST_TIMED_OUT
+    /// after `timeout_ms`. Nothing blocks: the caller returns at once (or after the
+    /// callback, when the ISR already has the append).
+    fn delay_produce(
+        &self,
+        py: Python<'_>,
+        partition: &PyPartition,
+        required_offset: i64,
+        timeout_ms: i64,
+        callback: Py<PyAny>,
+    ) {
+        let target = Arc::clone(&partition.inner);
+        let done = Box::new(move |codes: Vec<i16>| {
+            let code = codes.first().copied().unwrap_or(0);
+            Python::attach(|py| {
+                if let Err(e) = callback.call1(py, (code,)) {
+                    // The callback answers a request: say why it could not.
+                    e.print(py);
+                }
+            });
+        });
+        let watchers = Arc::clone(&self.inner);
+        py.detach(|| watchers.delay_produce(target, required_offset, timeout_ms, done));
     }
 
     /// ISR expansions since the last call: `[(topic, partition, isr)]`.
@@ -785,5 +871,138 @@ impl DelayedOperations {
             self.inner.fetch.shutdown();
             self.inner.produce.shutdown();
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use kafkars_record::{NewRecord, RecordBatchBuilder};
+    use kafkars_storage::{Log, LogConfig, MockClock};
+
+    use super::*;
+
+    const WAIT: Duration = Duration::from_secs(5);
+
+    fn batch(n: usize) -> Vec<u8> {
+        let mut b = RecordBatchBuilder::new();
+        for i in 0..n {
+            b.append(NewRecord::with_value(i as i64, b"v".to_vec()));
+        }
+        b.build().unwrap()
+    }
+
+    /// A partition led by broker 1 whose changes reach `watchers`, as the broker wires it.
+    fn partition(
+        dir: &std::path::Path,
+        watchers: &Arc<Watchers>,
+        clock: Arc<MockClock>,
+    ) -> Arc<Partition> {
+        let tp = TopicPartition::new("__consumer_offsets", 0);
+        let (log, _) = Log::open(
+            &dir.join(tp.dir_name()),
+            tp,
+            LogConfig::default(),
+            0,
+            0,
+            true,
+            clock.clone(),
+        )
+        .unwrap();
+        let listener: Arc<dyn PartitionListener> = watchers.clone();
+        Arc::new(Partition::new(log, 1, clock, Some(listener)))
+    }
+
+    /// Parks an append ending at `required_offset`; the receiver gets its outcome.
+    fn delay(
+        watchers: &Watchers,
+        p: &Arc<Partition>,
+        required_offset: i64,
+        timeout_ms: i64,
+    ) -> mpsc::Receiver<Vec<i16>> {
+        let (tx, rx) = mpsc::channel();
+        let done = Box::new(move |codes: Vec<i16>| tx.send(codes).unwrap());
+        watchers.delay_produce(Arc::clone(p), required_offset, timeout_ms, done);
+        rx
+    }
+
+    #[test]
+    fn a_coordinator_append_completes_when_the_isr_has_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let watchers = Arc::new(Watchers::new(DEFAULT_PURGE_INTERVAL));
+        let p = partition(dir.path(), &watchers, Arc::new(MockClock::new(0)));
+        p.make_leader(0, vec![1, 2], vec![1, 2]);
+        let info = p.append_records_to_leader(&batch(3), -1).unwrap();
+        let rx = delay(&watchers, &p, info.last_offset + 1, 60_000);
+        assert!(
+            rx.try_recv().is_err(),
+            "the follower has not fetched the append"
+        );
+        assert_eq!(watchers.produce.num_delayed(), 1);
+        p.update_follower_fetch_state(2, 2).unwrap();
+        assert!(rx.try_recv().is_err(), "the follower has part of it");
+        // The follower's fetch moves the high watermark: its thread runs the callback.
+        p.update_follower_fetch_state(2, 3).unwrap();
+        assert_eq!(rx.recv_timeout(WAIT).unwrap(), vec![0]);
+        assert_eq!(watchers.produce.num_delayed(), 0);
+        watchers.produce.shutdown();
+    }
+
+    #[test]
+    fn an_append_the_isr_already_has_completes_on_the_calling_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let watchers = Arc::new(Watchers::new(DEFAULT_PURGE_INTERVAL));
+        let p = partition(dir.path(), &watchers, Arc::new(MockClock::new(0)));
+        p.make_leader(0, vec![1], vec![1]);
+        let info = p.append_records_to_leader(&batch(2), -1).unwrap();
+        let rx = delay(&watchers, &p, info.last_offset + 1, 60_000);
+        assert_eq!(rx.try_recv().unwrap(), vec![0]);
+        watchers.produce.shutdown();
+    }
+
+    #[test]
+    fn a_coordinator_append_fails_when_leadership_moves_or_time_runs_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let watchers = Arc::new(Watchers::new(DEFAULT_PURGE_INTERVAL));
+        let p = partition(dir.path(), &watchers, Arc::new(MockClock::new(0)));
+        p.make_leader(0, vec![1, 2], vec![1, 2]);
+        let info = p.append_records_to_leader(&batch(1), -1).unwrap();
+        let timed_out = delay(&watchers, &p, info.last_offset + 1, 20);
+        assert_eq!(
+            timed_out.recv_timeout(WAIT).unwrap(),
+            vec![ResponseError::RequestTimedOut.code()]
+        );
+        let moved = delay(&watchers, &p, info.last_offset + 1, 60_000);
+        p.make_follower(2, 1, vec![1, 2], vec![2]);
+        // What the replica manager does after a leadership change.
+        watchers.produce.check_and_complete(p.topic_partition());
+        assert_eq!(
+            moved.recv_timeout(WAIT).unwrap(),
+            vec![ResponseError::NotLeaderOrFollower.code()]
+        );
+        watchers.produce.shutdown();
+    }
+
+    #[test]
+    fn an_isr_shrunk_below_min_insync_replicas_fails_the_append() {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = Arc::new(MockClock::new(0));
+        let watchers = Arc::new(Watchers::new(DEFAULT_PURGE_INTERVAL));
+        let p = partition(dir.path(), &watchers, clock.clone());
+        p.set_min_insync_replicas(2);
+        p.make_leader(0, vec![1, 2], vec![1, 2]);
+        let info = p.append_records_to_leader(&batch(1), -1).unwrap();
+        let rx = delay(&watchers, &p, info.last_offset + 1, 60_000);
+        // The follower stops fetching and leaves the ISR: the high watermark reaches
+        // the append with the leader alone, short of min.insync.replicas.
+        clock.advance(30_001);
+        assert_eq!(p.maybe_shrink_isr(30_000), Some(vec![1]));
+        assert_eq!(
+            rx.recv_timeout(WAIT).unwrap(),
+            vec![ResponseError::NotEnoughReplicasAfterAppend.code()]
+        );
+        watchers.produce.shutdown();
     }
 }

@@ -227,7 +227,7 @@ class ConsumerGroupCoordinator:
         topics: TopicMetadataView,
         schedule: Callable[[DelayedTimeout], object],
         classic_group_in_use: Callable[[str], bool] = lambda _g: False,
-        store: Callable[[str, list[Record]], object] | None = None,
+        store: Callable[[str, list[Record], Callable[[Errors], None]], object] | None = None,
         time: Time = SYSTEM_TIME,
     ) -> None:
         self.config = config
@@ -701,21 +701,33 @@ class ConsumerGroupCoordinator:
 
     # -- persistence --------------------------------------------------------------------------
     def _write(self, group: ConsumerGroup, batch: list[Record]) -> None:
-        """Appends the records whose value changed since last written."""
+        """Appends the records whose value changed since last written. They count as
+        written at once; if the write fails they are forgotten again, so the next
+        heartbeat's records write them again."""
         changed = [(k, v) for k, v in batch if group.persisted.get(k) != v]
         if not changed or self.store is None:
-            return
-        try:
-            self.store(group.group_id, changed)
-        except Exception:
-            # Not remembered as written: the next heartbeat's records try again.
-            log.exception("Writing consumer group %s to the offsets topic failed", group.group_id)
             return
         for k, v in changed:
             if v is None:
                 group.persisted.pop(k, None)
             else:
                 group.persisted[k] = v
+
+        def done(error: Errors) -> None:
+            # May run on this thread under the caller's locks, or on another: plain
+            # dict updates only.
+            if error is Errors.NONE:
+                return
+            log.warning(
+                "Writing consumer group %s to the offsets topic failed: %s",
+                group.group_id,
+                error.name,
+            )
+            for k, v in changed:
+                if group.persisted.get(k) == v:
+                    group.persisted.pop(k, None)
+
+        self.store(group.group_id, changed, done)
 
     def _forget_member(self, group: ConsumerGroup, member_id: str) -> None:
         gid = group.group_id

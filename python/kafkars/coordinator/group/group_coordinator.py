@@ -29,7 +29,8 @@ from kafkars.coordinator.group.group_metadata import (
     ResponseCallback,
 )
 from kafkars.coordinator.group.group_metadata_manager import GroupStore
-from kafkars.protocol import Errors, KafkaError
+from kafkars.coordinator.log_append import group_store_error, offset_commit_error
+from kafkars.protocol import Errors
 
 log = logging.getLogger("kafkars.coordinator.group.GroupCoordinator")
 
@@ -39,6 +40,8 @@ NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
 Action = Callable[[], object]  # run after the group lock is released; result unused
+# Answers an OffsetCommit or TxnOffsetCommit: each partition's error.
+CommitCallback = Callable[[dict[tuple[str, int], Errors]], None]
 
 
 @dataclass
@@ -361,6 +364,8 @@ class GroupCoordinator:
         group with unchanged subscriptions, the old assignment, with no rebalance)."""
         existing = group.members[old_id]
         old_join, old_sync = existing.awaiting_join, existing.awaiting_sync
+        old_client = (existing.client_id, existing.client_host)
+        old_timeouts = (existing.session_timeout_ms, existing.rebalance_timeout_ms)
         if old_join is not None:
             old_join(join_error(old_id, Errors.FENCED_INSTANCE_ID))
         if old_sync is not None:
@@ -377,9 +382,30 @@ class GroupCoordinator:
             # No rebalance, even for the leader (KIP-814): a returning leader gets the
             # member list with skip_assignment, so it watches metadata without assigning;
             # an older client's SyncGroup in Stable just gets its current assignment.
-            self._store_group(group)
-            leader = group.is_leader(new_id)
-            callback(self._join_response(group, member, skip_assignment=leader))
+            # Answered once the new member id is stored; if that fails the old
+            # incarnation keeps the slot and the joiner gets the error (as Kafka).
+            assignment = {m.member_id: m.assignment for m in group.members.values()}
+
+            def stored(error: Errors) -> None:
+                error = group_store_error(error)
+                with group.lock:
+                    if error is Errors.NONE:
+                        leader = group.is_leader(new_id)
+                        callback(self._join_response(group, member, skip_assignment=leader))
+                        return
+                    log.warning(
+                        "Storing the new member id of static member %s of %s failed: %s",
+                        instance_id,
+                        group.group_id,
+                        error.name,
+                    )
+                    if group.members.get(new_id) is member:
+                        group.replace_static_member(instance_id, new_id, old_id)
+                        member.client_id, member.client_host = old_client
+                        member.session_timeout_ms, member.rebalance_timeout_ms = old_timeouts
+                    callback(join_error("", error))
+
+            actions.append(lambda: self.store.store_group(group, assignment, stored))
         else:
             self._update_member_and_rebalance(group, member, joining, callback, actions)
 
@@ -568,21 +594,68 @@ class GroupCoordinator:
                 member.last_heartbeat = self.time.monotonic()
                 if group.is_leader(member_id):
                     full = {m: assignments.get(m, b"") for m in group.members}
-                    self._store_group(group, full)
-                    for mid, data in full.items():
-                        group.members[mid].assignment = data
-                    group.transition_to(GroupState.STABLE)
                     log.info(
                         "Assignment received from leader %s for group %s generation %d",
                         member_id,
                         group_id,
                         group.generation_id,
                     )
-                    self._propagate_assignment(group, Errors.NONE)
+                    generation = group.generation_id
+                    actions.append(
+                        lambda: self.store.store_group(
+                            group,
+                            full,
+                            lambda error: self._on_assignment_stored(
+                                group, generation, member_id, full, error
+                            ),
+                        )
+                    )
             elif group.is_(GroupState.STABLE):
                 member = group.members[member_id]
                 member.last_heartbeat = self.time.monotonic()
                 callback(self._sync_response(group, member.assignment))
+        self._run(actions)
+
+    def _on_assignment_stored(
+        self,
+        group: GroupMetadata,
+        generation: int,
+        leader_id: str,
+        assignment: dict[str, bytes],
+        error: Errors,
+    ) -> None:
+        """Kafka's storeGroup callback in doSyncGroup: the members get their assignment
+        once the ISR has it; if the write failed they get the error and the group
+        rebalances. A group that moved on meanwhile (another member joined, a new
+        generation) is left as it is."""
+        error = group_store_error(error)
+        actions: list[Action] = []
+        with group.lock:
+            if not (
+                group.is_(GroupState.COMPLETING_REBALANCE) and group.generation_id == generation
+            ):
+                return
+            if error is not Errors.NONE:
+                log.info(
+                    "Storing the assignment of group %s generation %d failed: %s",
+                    group.group_id,
+                    generation,
+                    error.name,
+                )
+                self._reset_and_propagate_assignment_error(group, error)
+                self._maybe_prepare_rebalance(
+                    group,
+                    f"Error {error.name} when storing group assignment during SyncGroup "
+                    f"(member: {leader_id})",
+                    actions,
+                )
+            else:
+                for mid, data in assignment.items():
+                    member = group.members.get(mid)
+                    if member is not None:
+                        member.assignment = data
+                group.transition_to(GroupState.STABLE)
+                self._propagate_assignment(group, Errors.NONE)
         self._run(actions)
 
     def _sync_response(self, group: GroupMetadata, assignment: bytes) -> dict[str, Any]:
@@ -912,9 +985,14 @@ class GroupCoordinator:
         group_instance_id: str | None,
         generation_id: int,
         offsets: dict[tuple[str, int], OffsetAndMetadata],
-    ) -> dict[tuple[str, int], Errors]:
-        def all_(error: Errors) -> dict[tuple[str, int], Errors]:
-            return dict.fromkeys(offsets, error)
+        callback: CommitCallback,
+    ) -> None:
+        """OffsetCommit: `callback(errors by partition)` runs once the offsets are in
+        the ISR of `__consumer_offsets` (or their write failed), from whichever thread
+        completes the write; the group's lock is not held meanwhile."""
+
+        def all_(error: Errors) -> None:
+            callback(dict.fromkeys(offsets, error))
 
         if not group_id:
             return all_(Errors.INVALID_GROUP_ID)
@@ -934,21 +1012,39 @@ class GroupCoordinator:
                 if error is not Errors.NONE:
                     return all_(error)
                 group.members[member_id].last_heartbeat = self.time.monotonic()
-            results: dict[tuple[str, int], Errors] = {}
-            accepted: dict[tuple[str, int], OffsetAndMetadata] = {}
-            for tp, o in offsets.items():
-                if len(o.metadata.encode()) > self.config.offset_metadata_max_bytes:
-                    results[tp] = Errors.OFFSET_METADATA_TOO_LARGE
-                else:
-                    accepted[tp] = o
-                    results[tp] = Errors.NONE
-            try:
-                self.store.store_offsets(group_id, accepted)
-            except KafkaError as e:
-                # Not in the log (or not replicated): not committed.
-                return {tp: e.code if tp in accepted else err for tp, err in results.items()}
-            group.offsets.update(accepted)
-            return results
+            results, accepted = self._filter_offsets(offsets)
+            group.commits_written += 1
+            order = group.commits_written
+
+            def stored(error: Errors) -> None:
+                # Kafka's putCacheCallback: the offsets count once the ISR has them,
+                # unless a commit written after them completed first.
+                error = offset_commit_error(error)
+                with group.lock:
+                    if error is Errors.NONE and not group.is_(GroupState.DEAD):
+                        for tp, o in accepted.items():
+                            if group.commit_applied.get(tp, 0) < order:
+                                group.commit_applied[tp] = order
+                                group.offsets[tp] = o
+                callback({tp: error if tp in accepted else e for tp, e in results.items()})
+
+            # Appended under the group's lock, so the order above is the log's; the wait
+            # for the ISR is the produce purgatory's, whose checks take no group lock.
+            self.store.store_offsets(group_id, accepted, stored)
+
+    def _filter_offsets(
+        self, offsets: dict[tuple[str, int], OffsetAndMetadata]
+    ) -> tuple[dict[tuple[str, int], Errors], dict[tuple[str, int], OffsetAndMetadata]]:
+        """Each partition's error so far, and the offsets whose metadata fits."""
+        results: dict[tuple[str, int], Errors] = {}
+        accepted: dict[tuple[str, int], OffsetAndMetadata] = {}
+        for tp, o in offsets.items():
+            if len(o.metadata.encode()) > self.config.offset_metadata_max_bytes:
+                results[tp] = Errors.OFFSET_METADATA_TOO_LARGE
+            else:
+                accepted[tp] = o
+                results[tp] = Errors.NONE
+        return results, accepted
 
     def handle_txn_commit_offsets(
         self,
@@ -959,12 +1055,13 @@ class GroupCoordinator:
         producer_id: int,
         producer_epoch: int,
         offsets: dict[tuple[str, int], OffsetAndMetadata],
-    ) -> dict[tuple[str, int], Errors]:
+        callback: CommitCallback,
+    ) -> None:
         """TxnOffsetCommit: the offsets are written to `__consumer_offsets` in the
         producer's transaction and become the group's committed offsets only when its
-        commit marker arrives (`complete_txn_offsets`)."""
+        commit marker arrives (`complete_txn_offsets`). `callback` as for OffsetCommit."""
         if not group_id:
-            return dict.fromkeys(offsets, Errors.INVALID_GROUP_ID)
+            return callback(dict.fromkeys(offsets, Errors.INVALID_GROUP_ID))
         consumer_check = (
             self.consumer_groups.validate_commit(
                 group_id, member_id, generation_id, transactional=True
@@ -973,33 +1070,29 @@ class GroupCoordinator:
             else None
         )
         if consumer_check is not None and consumer_check is not Errors.NONE:
-            return dict.fromkeys(offsets, consumer_check)
+            return callback(dict.fromkeys(offsets, consumer_check))
         group = self._get_or_create(group_id)
         with group.lock:
             if group.is_(GroupState.DEAD):
-                return dict.fromkeys(offsets, Errors.COORDINATOR_NOT_AVAILABLE)
+                return callback(dict.fromkeys(offsets, Errors.COORDINATOR_NOT_AVAILABLE))
             if consumer_check is None and generation_id >= 0 and member_id:
                 # v3+ carries the member's generation: a zombie member is fenced.
                 error = self._validate_member(group, member_id, group_instance_id, generation_id)
                 if error is not Errors.NONE:
-                    return dict.fromkeys(offsets, error)
-            results: dict[tuple[str, int], Errors] = {}
-            accepted: dict[tuple[str, int], OffsetAndMetadata] = {}
-            for tp, o in offsets.items():
-                if len(o.metadata.encode()) > self.config.offset_metadata_max_bytes:
-                    results[tp] = Errors.OFFSET_METADATA_TOO_LARGE
-                else:
-                    accepted[tp] = o
-                    results[tp] = Errors.NONE
-            if accepted:
-                try:
-                    self.store.store_txn_offsets(group_id, producer_id, producer_epoch, accepted)
-                except KafkaError as e:
-                    return {tp: e.code if tp in accepted else err for tp, err in results.items()}
+                    return callback(dict.fromkeys(offsets, error))
+        results, accepted = self._filter_offsets(offsets)
+        if not accepted:
+            return callback(results)
+
+        def stored(error: Errors) -> None:
+            error = offset_commit_error(error)
+            if error is Errors.NONE:
                 with self._groups_lock:
                     pending = self._pending_txn_offsets.setdefault(producer_id, {})
                     pending.setdefault(group_id, {}).update(accepted)
-            return results
+            callback({tp: error if tp in accepted else e for tp, e in results.items()})
+
+        self.store.store_txn_offsets(group_id, producer_id, producer_epoch, accepted, stored)
 
     def pending_txn_partitions(self, group_id: str) -> set[tuple[str, int]]:
         """Partitions with a TxnOffsetCommit awaiting its transaction's outcome (an
@@ -1177,9 +1270,8 @@ class GroupCoordinator:
     def _store_group(
         self, group: GroupMetadata, assignment: dict[str, bytes] | None = None
     ) -> None:
+        """Writes the group's metadata without waiting for it (Kafka only warns when
+        these writes fail: the previous generation in the log stays valid)."""
         if assignment is None:
             assignment = {m.member_id: m.assignment for m in group.members.values()}
-        try:
-            self.store.store_group(group, assignment)
-        except Exception:
-            log.exception("Writing group %s to the offsets topic failed", group.group_id)
+        self.store.store_group(group, assignment)

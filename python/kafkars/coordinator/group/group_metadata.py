@@ -107,6 +107,11 @@ class GroupMetadata:
         self.new_member_added = False
         self.current_state_timestamp: int | None = time.milliseconds()
         self.offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
+        # Commits written, in log order, and the last one applied per partition: commits
+        # complete in any order, the log's last one is the committed offset (Kafka keeps
+        # the append offset with each commit for the same reason).
+        self.commits_written = 0
+        self.commit_applied: dict[tuple[str, int], int] = {}
         # The pending rebalance operation (DelayedJoin / InitialDelayedJoin), if any.
         self.join_op: Any = None
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from kafkars import _core, codec
 from kafkars.coordinator.group import consumer_group_records, records
 from kafkars.coordinator.group.group_metadata import GroupMetadata, OffsetAndMetadata
-from kafkars.coordinator.log_append import append_replicated
+from kafkars.coordinator.log_append import AppendDone, append_replicated, logged
 from kafkars.protocol import Errors, KafkaError
 
 if TYPE_CHECKING:
@@ -32,38 +32,61 @@ Record = tuple[bytes, bytes | None]
 
 
 class GroupStore:
-    """Where the coordinator persists its records. This base keeps nothing (unit tests);
-    `GroupMetadataManager` writes to `__consumer_offsets`."""
+    """Where the coordinator persists its records. This base keeps nothing (unit tests)
+    and completes every write at once; `GroupMetadataManager` writes to
+    `__consumer_offsets` and completes a write when the ISR has it.
+
+    Each write takes `done(error)`, called once when the write completes (maybe before
+    the call returns); writes nobody waits for log their failure."""
 
     num_partitions = 1
 
     def partition_for(self, group_id: str) -> int:
         return records.partition_for(group_id, self.num_partitions)
 
-    def append(self, group_id: str, batch: list[Record]) -> None:
-        pass
+    def append(self, group_id: str, batch: list[Record], done: AppendDone | None = None) -> None:
+        if done is not None:
+            done(Errors.NONE)
 
     def load(self, partitions: list[int] | None = None) -> dict[str, GroupMetadata]:
         return {}
 
-    def store_group(self, group: GroupMetadata, assignment: dict[str, bytes]) -> None:
+    def store_group(
+        self, group: GroupMetadata, assignment: dict[str, bytes], done: AppendDone | None = None
+    ) -> None:
         key = records.group_metadata_key(group.group_id)
-        self.append(group.group_id, [(key, records.group_metadata_value(group, assignment))])
+        self.append(
+            group.group_id,
+            [(key, records.group_metadata_value(group, assignment))],
+            done or logged(f"Writing group {group.group_id} to the offsets topic"),
+        )
 
     def store_offsets(
-        self, group_id: str, offsets: dict[tuple[str, int], OffsetAndMetadata]
+        self,
+        group_id: str,
+        offsets: dict[tuple[str, int], OffsetAndMetadata],
+        done: AppendDone,
     ) -> None:
         batch: list[Record] = [
             (records.offset_commit_key(group_id, t, p), records.offset_commit_value(o))
             for (t, p), o in offsets.items()
         ]
         if batch:
-            self.append(group_id, batch)
+            self.append(group_id, batch, done)
+        else:
+            done(Errors.NONE)
 
     def append_transactional(
-        self, group_id: str, batch: list[Record], producer_id: int, producer_epoch: int
+        self,
+        group_id: str,
+        batch: list[Record],
+        producer_id: int,
+        producer_epoch: int,
+        done: AppendDone | None = None,
     ) -> None:
         """Appends `batch` inside the producer's transaction (TxnOffsetCommit)."""
+        if done is not None:
+            done(Errors.NONE)
 
     def store_txn_offsets(
         self,
@@ -71,17 +94,20 @@ class GroupStore:
         producer_id: int,
         producer_epoch: int,
         offsets: dict[tuple[str, int], OffsetAndMetadata],
+        done: AppendDone,
     ) -> None:
         batch: list[Record] = [
             (records.offset_commit_key(group_id, t, p), records.offset_commit_value(o))
             for (t, p), o in offsets.items()
         ]
-        self.append_transactional(group_id, batch, producer_id, producer_epoch)
+        self.append_transactional(group_id, batch, producer_id, producer_epoch, done)
 
     def delete_offsets(self, group_id: str, keys: list[tuple[str, int]]) -> None:
         if keys:
             self.append(
-                group_id, [(records.offset_commit_key(group_id, t, p), None) for t, p in keys]
+                group_id,
+                [(records.offset_commit_key(group_id, t, p), None) for t, p in keys],
+                logged(f"Deleting offsets of group {group_id}"),
             )
 
     def delete_group(self, group: GroupMetadata) -> None:
@@ -89,7 +115,7 @@ class GroupStore:
             (records.offset_commit_key(group.group_id, t, p), None) for t, p in group.offsets
         ]
         batch.append((records.group_metadata_key(group.group_id), None))
-        self.append(group.group_id, batch)
+        self.append(group.group_id, batch, logged(f"Deleting group {group.group_id}"))
 
 
 class GroupMetadataManager(GroupStore):
@@ -107,7 +133,7 @@ class GroupMetadataManager(GroupStore):
         self.controller = controller
         self.replica_manager = replica_manager
         self.num_partitions = int(config.get("offsets.topic.num.partitions"))
-        self._commit_timeout_s = int(config.get("offsets.commit.timeout.ms")) / 1000
+        self._commit_timeout_ms = int(config.get("offsets.commit.timeout.ms"))
         self._create_lock = threading.Lock()
         # Transactional offset commits, one lock per partition slot (plain commits need none).
         self._append_locks = [threading.Lock() for _ in range(64)]
@@ -159,8 +185,13 @@ class GroupMetadataManager(GroupStore):
                     raise
             self._topic_ready = True
 
-    def append(self, group_id: str, batch: list[Record]) -> None:
-        self.ensure_topic()
+    def append(self, group_id: str, batch: list[Record], done: AppendDone | None = None) -> None:
+        done = done or logged(f"Writing group {group_id} to the offsets topic")
+        try:
+            self.ensure_topic()
+        except KafkaError as e:
+            done(e.code)
+            return
         now = int(time.time() * 1000)
         data = codec.build_batch([(k, v, now, []) for k, v in batch], compression="none")
         # No lock: the partition's log orders concurrent appends itself.
@@ -169,21 +200,37 @@ class GroupMetadataManager(GroupStore):
             GROUP_METADATA_TOPIC_NAME,
             self.partition_for(group_id),
             _core.RecordSet(data),
-            self._commit_timeout_s,
+            self._commit_timeout_ms,
+            done,
         )
 
     def append_transactional(
-        self, group_id: str, batch: list[Record], producer_id: int, producer_epoch: int
+        self,
+        group_id: str,
+        batch: list[Record],
+        producer_id: int,
+        producer_epoch: int,
+        done: AppendDone | None = None,
     ) -> None:
-        self.ensure_topic()
+        done = done or logged(f"Writing transactional offsets of group {group_id}")
+        try:
+            self.ensure_topic()
+        except KafkaError as e:
+            done(e.code)
+            return
         now = int(time.time() * 1000)
         partition = self.partition_for(group_id)
-        # The sequence is read, then written: one writer per partition at a time.
+        # The sequence is read, then written: one writer per partition at a time (the
+        # lock covers the append only; the wait for the ISR happens after it).
         with self._append_locks[partition % len(self._append_locks)]:
             # The log checks the producer's sequence as for any transactional write.
-            partition_log = self.replica_manager.get_partition(
-                GROUP_METADATA_TOPIC_NAME, partition
-            ).log
+            try:
+                partition_log = self.replica_manager.get_partition(
+                    GROUP_METADATA_TOPIC_NAME, partition
+                ).log
+            except KafkaError as e:
+                done(e.code)
+                return
             state = partition_log.producer_state(producer_id)
             sequence = state[1] + 1 if state is not None and state[0] == producer_epoch else 0
             data = codec.build_batch(
@@ -194,13 +241,20 @@ class GroupMetadataManager(GroupStore):
                 base_sequence=sequence,
                 is_transactional=True,
             )
-            append_replicated(
-                self.replica_manager,
-                GROUP_METADATA_TOPIC_NAME,
-                partition,
-                _core.RecordSet(data),
-                self._commit_timeout_s,
-            )
+            try:
+                info = self.replica_manager.append(
+                    GROUP_METADATA_TOPIC_NAME, partition, _core.RecordSet(data), required_acks=-1
+                )
+            except KafkaError as e:
+                done(e.code)
+                return
+        self.replica_manager.delay_produce(
+            GROUP_METADATA_TOPIC_NAME,
+            partition,
+            info,
+            self._commit_timeout_ms,
+            lambda error, _info: done(error),
+        )
 
     def load(self, partitions: list[int] | None = None) -> dict[str, GroupMetadata]:
         """Replays `partitions` (all of them by default): the coordinator's state as of

@@ -1,12 +1,13 @@
 """Kafka's transaction coordinator: InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn,
 EndTxn and the admin views, over the `__transaction_state` store.
 
-One broker coordinates every transactional id, and its transaction markers are local
-appends, so a transaction completes inside the EndTxn call: PrepareCommit/PrepareAbort
-is stored, a marker is written to every partition of the transaction (the group
-coordinator applies or drops the transaction's offsets on `__consumer_offsets`), and
-CompleteCommit/CompleteAbort is stored before EndTxn answers. A crash between the two
-leaves the prepared state in the log; start-up finishes it.
+Every state change is written to `__transaction_state` with acks=all and completes by
+callback, once the ISR has it (the request handler thread does not wait; the id is
+`pending_transition` meanwhile). EndTxn answers when the transaction is complete:
+PrepareCommit/PrepareAbort is stored, a marker is written to every partition of the
+transaction (the group coordinator applies or drops the transaction's offsets on
+`__consumer_offsets`), and CompleteCommit/CompleteAbort is stored. A crash between the
+two leaves the prepared state in the log; start-up finishes it.
 
 Every deadline reads the injected `Time`: transactions older than their timeout are
 aborted with a bumped epoch (fencing the producer), and ids idle for
@@ -19,9 +20,12 @@ import logging
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from kafkars.coordinator.clock import SYSTEM_TIME, Time
+from kafkars.coordinator.log_append import coordinator_error
+from kafkars.coordinator.log_append import logged as _logged
 from kafkars.coordinator.transaction.producer_id_manager import ProducerIdManager
 from kafkars.coordinator.transaction.transaction_metadata import (
     COMPLETE_STATES,
@@ -37,8 +41,11 @@ log = logging.getLogger("kafkars.coordinator.transaction.TransactionCoordinator"
 
 S = TransactionState
 TopicPartition = tuple[str, int]
-# (producer id, producer epoch, commit?, partitions) -> writes the markers.
-MarkerWriter = Callable[[int, int, bool, list[TopicPartition]], None]
+# Called once with the outcome of a write (Errors.NONE once stored).
+Done = Callable[[Errors], None]
+# (producer id, producer epoch, commit?, partitions, done) -> writes the markers and
+# calls `done(error)` once every partition has its marker (or one failed).
+MarkerWriter = Callable[[int, int, bool, list[TopicPartition], Done], None]
 
 
 @dataclass(frozen=True)
@@ -84,7 +91,9 @@ class TransactionCoordinator:
         self.config = config
         self.producer_ids = producer_ids
         self.store = store if store is not None else TransactionStore()
-        self.write_markers: MarkerWriter = write_markers or (lambda pid, epoch, commit, tps: None)
+        self.write_markers: MarkerWriter = write_markers or (
+            lambda pid, epoch, commit, tps, done: done(Errors.NONE)
+        )
         self.time = time
         self._txns: dict[str, TransactionMetadata] = {}
         self._txns_lock = threading.Lock()
@@ -126,7 +135,11 @@ class TransactionCoordinator:
         for txn in loaded.values():
             with txn.lock:
                 if txn.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
-                    self._complete(txn, commit=txn.state is S.PREPARE_COMMIT)
+                    self._complete(
+                        txn,
+                        commit=txn.state is S.PREPARE_COMMIT,
+                        done=_logged(f"Completing the transaction of {txn.transactional_id}"),
+                    )
 
     # -- cluster mode: coordinating the partitions this broker leads -------------------------
     def is_coordinator(self, transactional_id: str) -> bool:
@@ -172,14 +185,30 @@ class TransactionCoordinator:
         with self._txns_lock:
             return list(self._txns.values())
 
-    def _store(self, txn: TransactionMetadata, before: dict[str, object]) -> None:
-        """Persists `txn`'s new state; if the append fails the transition is undone, so
-        memory never runs ahead of the log (Kafka completes a transition only after its
-        append)."""
+    def _store(self, txn: TransactionMetadata, before: dict[str, object], done: Done) -> None:
+        """Persists `txn`'s new state (already in memory, with `pending_transition` set
+        until the write completes); if the append fails the transition is undone, so
+        memory never stays ahead of the log. `done(error)` runs once, after that, on
+        whichever thread completes the write; the id's lock is not held meanwhile."""
+        txn.pending_transition = True
+        completed = False
+
+        def stored(error: Errors) -> None:
+            nonlocal completed
+            completed = True
+            error = coordinator_error(error)
+            with txn.lock:
+                txn.pending_transition = False
+                if error is not Errors.NONE:
+                    txn.restore(before)
+            done(error)
+
         try:
-            self.store.store(txn)
+            self.store.store(txn, stored)
         except BaseException:
-            txn.restore(before)
+            if not completed:  # the write itself failed, not what followed it
+                txn.pending_transition = False
+                txn.restore(before)
             raise
 
     # -- InitProducerId ---------------------------------------------------------------------
@@ -189,14 +218,18 @@ class TransactionCoordinator:
         transaction_timeout_ms: int,
         expected_producer_id: int = NO_PRODUCER_ID,
         expected_producer_epoch: int = NO_PRODUCER_EPOCH,
-    ) -> InitProducerIdResult:
+        *,
+        callback: Callable[[InitProducerIdResult], None],
+    ) -> None:
+        """InitProducerId: `callback(result)` runs once the new epoch is stored."""
         if transactional_id is None:
             # An idempotent producer: a fresh id, epoch 0.
-            return InitProducerIdResult(Errors.NONE, self.producer_ids.generate_producer_id(), 0)
+            pid = self.producer_ids.generate_producer_id()
+            return callback(InitProducerIdResult(Errors.NONE, pid, 0))
         if not transactional_id:
-            return InitProducerIdResult(Errors.INVALID_REQUEST)
+            return callback(InitProducerIdResult(Errors.INVALID_REQUEST))
         if not 0 < transaction_timeout_ms <= self.config.transaction_max_timeout_ms:
-            return InitProducerIdResult(Errors.INVALID_TRANSACTION_TIMEOUT)
+            return callback(InitProducerIdResult(Errors.INVALID_TRANSACTION_TIMEOUT))
         now = self.time.milliseconds()
         with self._txns_lock:
             txn = self._txns.get(transactional_id)
@@ -217,6 +250,7 @@ class TransactionCoordinator:
                     transaction_timeout_ms,
                     expected_producer_id,
                     expected_producer_epoch,
+                    callback=callback,
                 )
             if expected_producer_id != NO_PRODUCER_ID and not (
                 expected_producer_id == txn.producer_id
@@ -224,9 +258,13 @@ class TransactionCoordinator:
             ):
                 # KIP-360: a producer resuming with an id and epoch that are no longer
                 # current has been replaced.
-                return InitProducerIdResult(Errors.PRODUCER_FENCED)
-            if txn.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT, S.PREPARE_EPOCH_FENCE):
-                return InitProducerIdResult(Errors.CONCURRENT_TRANSACTIONS)
+                return callback(InitProducerIdResult(Errors.PRODUCER_FENCED))
+            if txn.pending_transition or txn.state in (
+                S.PREPARE_COMMIT,
+                S.PREPARE_ABORT,
+                S.PREPARE_EPOCH_FENCE,
+            ):
+                return callback(InitProducerIdResult(Errors.CONCURRENT_TRANSACTIONS))
             if txn.state is S.ONGOING:
                 # A new instance with an open transaction: fence the old epoch and abort
                 # it; the client retries (CONCURRENT_TRANSACTIONS) and gets a new epoch.
@@ -237,8 +275,10 @@ class TransactionCoordinator:
                     txn.producer_epoch,
                     transactional_id,
                 )
-                self._fence_and_abort(txn)
-                return InitProducerIdResult(Errors.CONCURRENT_TRANSACTIONS)
+                self._fence_and_abort(
+                    txn, _logged(f"Aborting the transaction of {transactional_id}")
+                )
+                return callback(InitProducerIdResult(Errors.CONCURRENT_TRANSACTIONS))
             before = txn.snapshot()
             retry = (
                 expected_producer_id == txn.producer_id
@@ -254,10 +294,16 @@ class TransactionCoordinator:
                     txn.bump_epoch()
             txn.txn_timeout_ms = transaction_timeout_ms
             txn.transition_to(S.EMPTY, now)
-            self._store(txn, before)
-            return InitProducerIdResult(Errors.NONE, txn.producer_id, txn.producer_epoch)
+            result = InitProducerIdResult(Errors.NONE, txn.producer_id, txn.producer_epoch)
+            self._store(
+                txn,
+                before,
+                lambda error: callback(
+                    result if error is Errors.NONE else InitProducerIdResult(error)
+                ),
+            )
 
-    def _fence_and_abort(self, txn: TransactionMetadata) -> None:
+    def _fence_and_abort(self, txn: TransactionMetadata, done: Done) -> None:
         """Ongoing → PrepareEpochFence (epoch bumped) → PrepareAbort → CompleteAbort."""
         before = txn.snapshot()
         txn.transition_to(S.PREPARE_EPOCH_FENCE, self.time.milliseconds())
@@ -265,7 +311,7 @@ class TransactionCoordinator:
         # As Kafka's prepareFenceProducerEpoch: the fenced epoch is not a retry's epoch,
         # so the old instance resuming with it (KIP-360) is told PRODUCER_FENCED.
         txn.last_producer_epoch = NO_PRODUCER_EPOCH
-        self._prepare_and_complete(txn, commit=False, before=before)
+        self._prepare_and_complete(txn, commit=False, before=before, done=done)
 
     # -- AddPartitionsToTxn / AddOffsetsToTxn -------------------------------------------------
     def _check_producer(self, txn: TransactionMetadata | None, pid: int, epoch: int) -> Errors:
@@ -281,27 +327,33 @@ class TransactionCoordinator:
         producer_id: int,
         producer_epoch: int,
         partitions: Iterable[TopicPartition],
-    ) -> Errors:
-        """Adds partitions to the transaction (starting it if none is open)."""
+        *,
+        callback: Done,
+    ) -> None:
+        """Adds partitions to the transaction (starting it if none is open);
+        `callback(error)` runs once that is stored."""
         if not transactional_id:
-            return Errors.INVALID_REQUEST
+            return callback(Errors.INVALID_REQUEST)
         wanted = set(partitions)
         txn = self.get(transactional_id)
         if txn is None:
-            return Errors.INVALID_PRODUCER_ID_MAPPING
+            return callback(Errors.INVALID_PRODUCER_ID_MAPPING)
         with txn.lock:
             error = self._check_producer(txn, producer_id, producer_epoch)
             if error is not Errors.NONE:
-                return error
-            if txn.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT, S.PREPARE_EPOCH_FENCE):
-                return Errors.CONCURRENT_TRANSACTIONS
+                return callback(error)
+            if txn.pending_transition or txn.state in (
+                S.PREPARE_COMMIT,
+                S.PREPARE_ABORT,
+                S.PREPARE_EPOCH_FENCE,
+            ):
+                return callback(Errors.CONCURRENT_TRANSACTIONS)
             if txn.state is S.ONGOING and wanted <= txn.partitions:
-                return Errors.NONE
+                return callback(Errors.NONE)
             before = txn.snapshot()
             txn.transition_to(S.ONGOING, self.time.milliseconds())
             txn.partitions |= wanted
-            self._store(txn, before)
-            return Errors.NONE
+            self._store(txn, before, callback)
 
     def verify_partitions(
         self,
@@ -348,61 +400,99 @@ class TransactionCoordinator:
 
     # -- EndTxn -----------------------------------------------------------------------------
     def handle_end_transaction(
-        self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
-    ) -> Errors:
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        *,
+        callback: Done,
+    ) -> None:
+        """EndTxn: `callback(error)` runs once the transaction is complete (its markers
+        written, CompleteCommit/CompleteAbort stored) or a step failed."""
         if not transactional_id:
-            return Errors.INVALID_REQUEST
+            return callback(Errors.INVALID_REQUEST)
         txn = self.get(transactional_id)
         if txn is None:
-            return Errors.INVALID_PRODUCER_ID_MAPPING
+            return callback(Errors.INVALID_PRODUCER_ID_MAPPING)
         with txn.lock:
             error = self._check_producer(txn, producer_id, producer_epoch)
             if error is not Errors.NONE:
-                return error
+                return callback(error)
+            if txn.pending_transition:
+                return callback(Errors.CONCURRENT_TRANSACTIONS)
             state = txn.state
             if state is S.ONGOING:
-                self._prepare_and_complete(txn, commit=commit)
-                return Errors.NONE
+                return self._prepare_and_complete(txn, commit=commit, done=callback)
             if state is S.COMPLETE_COMMIT:
-                return Errors.NONE if commit else Errors.INVALID_TXN_STATE  # a retry
+                return callback(Errors.NONE if commit else Errors.INVALID_TXN_STATE)  # a retry
             if state is S.COMPLETE_ABORT:
-                return Errors.INVALID_TXN_STATE if commit else Errors.NONE
+                return callback(Errors.INVALID_TXN_STATE if commit else Errors.NONE)
             if state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
                 if commit != (state is S.PREPARE_COMMIT):
-                    return Errors.INVALID_TXN_STATE
+                    return callback(Errors.INVALID_TXN_STATE)
                 # Writing a marker failed earlier: the retry writes them again.
-                self._complete(txn, commit=commit)
-                return Errors.NONE
-            return Errors.INVALID_TXN_STATE  # Empty: nothing to end
+                return self._complete(txn, commit=commit, done=callback)
+            return callback(Errors.INVALID_TXN_STATE)  # Empty: nothing to end
 
     def _prepare_and_complete(
-        self, txn: TransactionMetadata, *, commit: bool, before: dict[str, object] | None = None
+        self,
+        txn: TransactionMetadata,
+        *,
+        commit: bool,
+        done: Done,
+        before: dict[str, object] | None = None,
     ) -> None:
+        """Stores PrepareCommit/PrepareAbort, then completes the transaction."""
         before = before or txn.snapshot()
         txn.transition_to(S.PREPARE_COMMIT if commit else S.PREPARE_ABORT, self.time.milliseconds())
-        self._store(txn, before)
-        self._complete(txn, commit=commit)
 
-    def _complete(self, txn: TransactionMetadata, *, commit: bool) -> None:
-        """Writes the markers, then stores CompleteCommit/CompleteAbort. If writing a marker
-        fails the transaction stays prepared and the error propagates; the next
-        start-up (or an abort retry) writes them again."""
+        def prepared(error: Errors) -> None:
+            if error is not Errors.NONE:
+                return done(error)
+            with txn.lock:
+                self._complete(txn, commit=commit, done=done)
+
+        self._store(txn, before, prepared)
+
+    def _complete(self, txn: TransactionMetadata, *, commit: bool, done: Done) -> None:
+        """Writes the markers, then stores CompleteCommit/CompleteAbort; `done(error)`
+        runs after both. If writing a marker fails the transaction stays prepared; an
+        EndTxn retry or the abort task writes them again (so does the next start-up)."""
         partitions = sorted(txn.partitions)
-        if partitions:
-            self.write_markers(txn.producer_id, txn.producer_epoch, commit, partitions)
-        before = txn.snapshot()
-        txn.transition_to(
-            S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT, self.time.milliseconds()
-        )
-        self._store(txn, before)
-        log.debug(
-            "%s transaction of %s (producer %s epoch %s) on %d partition(s)",
-            "Committed" if commit else "Aborted",
-            txn.transactional_id,
-            txn.producer_id,
-            txn.producer_epoch,
-            len(partitions),
-        )
+        producer_id, producer_epoch = txn.producer_id, txn.producer_epoch
+        txn.pending_transition = True
+
+        def markers_written(error: Errors) -> None:
+            with txn.lock:
+                txn.pending_transition = False
+                if error is not Errors.NONE:
+                    log.info(
+                        "Writing the markers of %s failed: %s", txn.transactional_id, error.name
+                    )
+                    # Retriable for the client: its EndTxn retry writes them again.
+                    return done(coordinator_error(error))
+                before = txn.snapshot()
+                txn.transition_to(
+                    S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT, self.time.milliseconds()
+                )
+                log.debug(
+                    "%s transaction of %s (producer %s epoch %s) on %d partition(s)",
+                    "Committed" if commit else "Aborted",
+                    txn.transactional_id,
+                    producer_id,
+                    producer_epoch,
+                    len(partitions),
+                )
+                self._store(txn, before, done)
+
+        if not partitions:
+            return markers_written(Errors.NONE)
+        try:
+            self.write_markers(producer_id, producer_epoch, commit, partitions, markers_written)
+        except BaseException:
+            txn.pending_transition = False
+            raise
 
     # -- timeouts and expiration ------------------------------------------------------------
     def abort_timed_out_transactions(self) -> int:
@@ -412,10 +502,16 @@ class TransactionCoordinator:
         aborted = 0
         for txn in self.transactions():
             with txn.lock:
+                if txn.pending_transition:
+                    continue  # being written: its own request completes it
                 if txn.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
                     # Its markers failed to write: try again.
                     try:
-                        self._complete(txn, commit=txn.state is S.PREPARE_COMMIT)
+                        self._complete(
+                            txn,
+                            commit=txn.state is S.PREPARE_COMMIT,
+                            done=_logged(f"Completing the transaction of {txn.transactional_id}"),
+                        )
                     except Exception:
                         log.exception(
                             "Completing the transaction of %s failed", txn.transactional_id
@@ -432,7 +528,9 @@ class TransactionCoordinator:
                     txn.txn_timeout_ms,
                 )
                 try:
-                    self._fence_and_abort(txn)
+                    self._fence_and_abort(
+                        txn, _logged(f"Aborting the transaction of {txn.transactional_id}")
+                    )
                     aborted += 1
                 except Exception:
                     log.exception("Aborting the transaction of %s failed", txn.transactional_id)
@@ -445,19 +543,30 @@ class TransactionCoordinator:
         removed = 0
         for txn in self.transactions():
             with txn.lock:
-                if txn.state not in COMPLETE_STATES:
+                if txn.pending_transition or txn.state not in COMPLETE_STATES:
                     continue
                 if txn.txn_last_update_timestamp + self.config.transactional_id_expiration_ms > now:
                     continue
-                self.store.remove(txn.transactional_id)  # the tombstone first
-                txn.transition_to(S.DEAD, now)
-                with self._txns_lock:
-                    if self._txns.get(txn.transactional_id) is txn:
-                        del self._txns[txn.transactional_id]
+                txn.pending_transition = True
+                # The tombstone first; the id goes once it is stored.
+                self.store.remove(txn.transactional_id, partial(self._removed, txn, now))
                 removed += 1
         if removed:
             log.info("Removed %d expired transactional id(s)", removed)
         return removed
+
+    def _removed(self, txn: TransactionMetadata, now: int, error: Errors) -> None:
+        with txn.lock:
+            txn.pending_transition = False
+            if error is not Errors.NONE:
+                log.warning(
+                    "Removing transactional id %s failed: %s", txn.transactional_id, error.name
+                )
+                return
+            txn.transition_to(S.DEAD, now)
+        with self._txns_lock:
+            if self._txns.get(txn.transactional_id) is txn:
+                del self._txns[txn.transactional_id]
 
     # -- admin ------------------------------------------------------------------------------
     def describe(self, transactional_id: str) -> dict[str, Any]:

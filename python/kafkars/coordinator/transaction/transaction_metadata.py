@@ -92,6 +92,9 @@ class TransactionMetadata:
     txn_last_update_timestamp: int = -1
     # The epoch before the last bump (Kafka's lastProducerEpoch), for fencing retries.
     last_producer_epoch: int = NO_PRODUCER_EPOCH
+    # A transition is being written (or a transaction's markers): requests wait for it
+    # (CONCURRENT_TRANSACTIONS), as Kafka's pendingState makes them.
+    pending_transition: bool = field(default=False, repr=False, compare=False)
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
 
     def transition_to(self, target: TransactionState, now_ms: int) -> None:

@@ -13,7 +13,7 @@ import time
 from typing import TYPE_CHECKING
 
 from kafkars import _core, codec
-from kafkars.coordinator.log_append import append_replicated
+from kafkars.coordinator.log_append import AppendDone, append_replicated, logged
 from kafkars.coordinator.transaction import records
 from kafkars.coordinator.transaction.transaction_metadata import TransactionMetadata
 from kafkars.protocol import Errors, KafkaError
@@ -42,17 +42,29 @@ class TransactionStore:
     def partition_for(self, transactional_id: str) -> int:
         return records.partition_for(transactional_id, self.num_partitions)
 
-    def append(self, transactional_id: str, key: bytes, value: bytes | None) -> None:
+    def append(
+        self,
+        transactional_id: str,
+        key: bytes,
+        value: bytes | None,
+        done: AppendDone | None = None,
+    ) -> None:
+        """Writes one record; `done(error)` runs once it is stored (maybe before this
+        returns; here at once)."""
         self.records.append((key, value))
+        if done is not None:
+            done(Errors.NONE)
 
     def ensure_topic(self) -> None:
         pass
 
-    def store(self, txn: TransactionMetadata) -> None:
-        self.append(txn.transactional_id, records.key(txn.transactional_id), records.value(txn))
+    def store(self, txn: TransactionMetadata, done: AppendDone | None = None) -> None:
+        self.append(
+            txn.transactional_id, records.key(txn.transactional_id), records.value(txn), done
+        )
 
-    def remove(self, transactional_id: str) -> None:
-        self.append(transactional_id, records.key(transactional_id), None)
+    def remove(self, transactional_id: str, done: AppendDone | None = None) -> None:
+        self.append(transactional_id, records.key(transactional_id), None, done)
 
     def load(self, partitions: list[int] | None = None) -> dict[str, TransactionMetadata]:
         loaded: dict[str, TransactionMetadata] = {}
@@ -92,7 +104,6 @@ class TransactionStateManager(TransactionStore):
         self.replica_manager = replica_manager
         self.num_partitions = int(config.get("transaction.state.log.num.partitions"))
         self._create_lock = threading.Lock()
-        self._append_lock = threading.Lock()
         self._topic_ready = False
         existing = metadata_cache.get(TRANSACTION_STATE_TOPIC_NAME)
         if existing is not None:
@@ -135,18 +146,29 @@ class TransactionStateManager(TransactionStore):
                         raise
             self._topic_ready = True
 
-    def append(self, transactional_id: str, key: bytes, value: bytes | None) -> None:
-        self.ensure_topic()
+    def append(
+        self,
+        transactional_id: str,
+        key: bytes,
+        value: bytes | None,
+        done: AppendDone | None = None,
+    ) -> None:
+        done = done or logged(f"Writing transactional id {transactional_id}")
+        try:
+            self.ensure_topic()
+        except KafkaError as e:
+            done(e.code)
+            return
         now = int(time.time() * 1000)
         data = codec.build_batch([(key, value, now, [])], compression="none")
-        with self._append_lock:
-            append_replicated(
-                self.replica_manager,
-                TRANSACTION_STATE_TOPIC_NAME,
-                self.partition_for(transactional_id),
-                _core.RecordSet(data),
-                int(self.config.get("request.timeout.ms")) / 1000,
-            )
+        append_replicated(
+            self.replica_manager,
+            TRANSACTION_STATE_TOPIC_NAME,
+            self.partition_for(transactional_id),
+            _core.RecordSet(data),
+            int(self.config.get("request.timeout.ms")),
+            done,
+        )
 
     def load(self, partitions: list[int] | None = None) -> dict[str, TransactionMetadata]:
         """Replays `partitions` (all by default): the coordinator's state as of the last

@@ -189,7 +189,7 @@ def _partition_exists(apis: KafkaApis, topic: str, partition: int) -> bool:
     return apis.metadata_cache.contains_partition(topic, partition)
 
 
-def handle_offset_commit(apis: KafkaApis, request: Any) -> dict[str, Any]:
+def handle_offset_commit(apis: KafkaApis, request: Any) -> None:
     body = request.body
     version = request.api_version
     now = int(time.time() * 1000)
@@ -212,29 +212,36 @@ def handle_offset_commit(apis: KafkaApis, request: Any) -> dict[str, Any]:
     consumer_check = _consumer_groups(apis).validate_commit(
         body["group_id"], body["member_id"], body["generation_id_or_member_epoch"], version=version
     )
+
+    def respond(results: dict[tuple[str, int], Errors]) -> None:
+        topics = []
+        for t in body["topics"]:
+            partitions = []
+            for p in t["partitions"]:
+                tp = (t["name"], p["partition_index"])
+                error = Errors.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else results[tp]
+                partitions.append({"partition_index": tp[1], "error_code": int(error)})
+            topics.append({"name": t["name"], "partitions": partitions})
+        _answer(request, {"throttle_time_ms": 0, "topics": topics})
+
+    # Answered once the offsets are in the ISR of __consumer_offsets (or failed to get
+    # there), from the thread that completes the write: this one returns at once.
     if consumer_check is None:
-        results = _coordinator(apis).handle_commit_offsets(
+        _coordinator(apis).handle_commit_offsets(
             body["group_id"],
             body["member_id"],
             body.get("group_instance_id") if version >= 7 else None,
             body["generation_id_or_member_epoch"],
             offsets,
+            respond,
         )
     elif consumer_check is not Errors.NONE:
-        results = dict.fromkeys(offsets, consumer_check)
+        respond(dict.fromkeys(offsets, consumer_check))
     else:
         # A consumer-protocol member: checked above; the offsets go where every
         # group's do (as a commit from outside any classic generation).
-        results = _coordinator(apis).handle_commit_offsets(body["group_id"], "", None, -1, offsets)
-    topics = []
-    for t in body["topics"]:
-        partitions = []
-        for p in t["partitions"]:
-            tp = (t["name"], p["partition_index"])
-            error = Errors.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else results[tp]
-            partitions.append({"partition_index": tp[1], "error_code": int(error)})
-        topics.append({"name": t["name"], "partitions": partitions})
-    return {"throttle_time_ms": 0, "topics": topics}
+        _coordinator(apis).handle_commit_offsets(body["group_id"], "", None, -1, offsets, respond)
+    return None
 
 
 def _fetch_group(

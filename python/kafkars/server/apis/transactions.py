@@ -8,16 +8,21 @@ TxnOffsetCommit, a `GroupCoordinator` call checked against the transaction).
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from kafkars.coordinator.group.group_metadata import OffsetAndMetadata
 from kafkars.coordinator.group.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
 from kafkars.protocol import Errors, KafkaError
 from kafkars.security.authorizer import AclOperation, ResourceType
+from kafkars.server.error_responses import respond_or_error
 
 if TYPE_CHECKING:
     from kafkars.coordinator.transaction import TransactionCoordinator
+    from kafkars.coordinator.transaction.transaction_coordinator import InitProducerIdResult
     from kafkars.server.kafka_apis import KafkaApis
 
 # The first version of each API whose clients know PRODUCER_FENCED; older ones are told
@@ -42,62 +47,87 @@ def _partition_exists(apis: KafkaApis, topic: str, partition: int) -> bool:
 
 
 # -- InitProducerId -----------------------------------------------------------------------
-def handle_init_producer_id(apis: KafkaApis, request: Any) -> dict[str, Any]:
+# These handlers answer once the coordinator's write is in the ISR of __transaction_state
+# (from whichever thread completes it); the handler thread returns at once.
+def handle_init_producer_id(apis: KafkaApis, request: Any) -> None:
     body = request.body
     version = request.api_version
     transactional_id = body["transactional_id"]
     if transactional_id is not None:
         apis.transaction_state_manager.ensure_topic()
-    result = _coordinator(apis).handle_init_producer_id(
+
+    def respond(result: InitProducerIdResult) -> None:
+        respond_or_error(
+            request,
+            lambda: {
+                "throttle_time_ms": 0,
+                "error_code": _for_version(result.error, version, "init"),
+                "producer_id": result.producer_id,
+                "producer_epoch": result.producer_epoch,
+            },
+        )
+
+    _coordinator(apis).handle_init_producer_id(
         transactional_id,
         body["transaction_timeout_ms"],
         body.get("producer_id", -1) if version >= 3 else -1,
         body.get("producer_epoch", -1) if version >= 3 else -1,
+        callback=respond,
     )
-    return {
-        "throttle_time_ms": 0,
-        "error_code": _for_version(result.error, version, "init"),
-        "producer_id": result.producer_id,
-        "producer_epoch": result.producer_epoch,
-    }
 
 
 # -- AddPartitionsToTxn -------------------------------------------------------------------
+TopicResults = list[dict[str, Any]]
+
+
 def _add_partitions(
-    apis: KafkaApis, txn: dict[str, Any], version: int, verify_only: bool
-) -> list[dict[str, Any]]:
-    """One transaction's topic results. Unknown partitions fail the request (the others
-    get OPERATION_NOT_ATTEMPTED), as Kafka's KafkaApis does."""
+    apis: KafkaApis,
+    txn: dict[str, Any],
+    version: int,
+    verify_only: bool,
+    done: Callable[[TopicResults], None],
+) -> None:
+    """One transaction's topic results, to `done`. Unknown partitions fail the request
+    (the others get OPERATION_NOT_ATTEMPTED), as Kafka's KafkaApis does."""
     wanted = [(t["name"], p) for t in txn["topics"] for p in t["partitions"]]
     unknown = {tp for tp in wanted if not _partition_exists(apis, *tp)}
     coordinator = _coordinator(apis)
-    errors: dict[tuple[str, int], int]
+
+    def results(errors: dict[tuple[str, int], int]) -> None:
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for (topic, partition), code in errors.items():
+            by_topic.setdefault(topic, []).append(
+                {"partition_index": partition, "partition_error_code": code}
+            )
+        done([{"name": t, "results_by_partition": ps} for t, ps in by_topic.items()])
+
     if unknown:
-        errors = {
-            tp: Errors.UNKNOWN_TOPIC_OR_PARTITION
-            if tp in unknown
-            else Errors.OPERATION_NOT_ATTEMPTED
-            for tp in wanted
-        }
+        results(
+            {
+                tp: Errors.UNKNOWN_TOPIC_OR_PARTITION
+                if tp in unknown
+                else Errors.OPERATION_NOT_ATTEMPTED
+                for tp in wanted
+            }
+        )
     elif verify_only:
         verified = coordinator.verify_partitions(
             txn["transactional_id"], txn["producer_id"], txn["producer_epoch"], wanted
         )
-        errors = {tp: int(e) for tp, e in verified.items()}
+        results({tp: int(e) for tp, e in verified.items()})
     else:
-        error = coordinator.handle_add_partitions(
-            txn["transactional_id"], txn["producer_id"], txn["producer_epoch"], wanted
+        coordinator.handle_add_partitions(
+            txn["transactional_id"],
+            txn["producer_id"],
+            txn["producer_epoch"],
+            wanted,
+            callback=lambda error: results(
+                dict.fromkeys(wanted, _for_version(error, version, "add_partitions"))
+            ),
         )
-        errors = dict.fromkeys(wanted, _for_version(error, version, "add_partitions"))
-    by_topic: dict[str, list[dict[str, Any]]] = {}
-    for (topic, partition), code in errors.items():
-        by_topic.setdefault(topic, []).append(
-            {"partition_index": partition, "partition_error_code": code}
-        )
-    return [{"name": t, "results_by_partition": ps} for t, ps in by_topic.items()]
 
 
-def handle_add_partitions_to_txn(apis: KafkaApis, request: Any) -> dict[str, Any]:
+def handle_add_partitions_to_txn(apis: KafkaApis, request: Any) -> None:
     body = request.body
     version = request.api_version
     if version <= 3:
@@ -107,54 +137,93 @@ def handle_add_partitions_to_txn(apis: KafkaApis, request: Any) -> dict[str, Any
             "producer_epoch": body["v3_and_below_producer_epoch"],
             "topics": body["v3_and_below_topics"],
         }
-        return {
-            "throttle_time_ms": 0,
-            "results_by_topic_v3_and_below": _add_partitions(apis, txn, version, False),
-        }
-    # v4+: the broker-to-coordinator form (KIP-890), several transactions at once.
-    results = [
-        {
-            "transactional_id": t["transactional_id"],
-            "topic_results": _add_partitions(apis, t, version, t["verify_only"]),
-        }
-        for t in body["transactions"]
-    ]
-    return {"throttle_time_ms": 0, "error_code": 0, "results_by_transaction": results}
+        _add_partitions(
+            apis,
+            txn,
+            version,
+            False,
+            lambda topics: respond_or_error(
+                request,
+                lambda: {"throttle_time_ms": 0, "results_by_topic_v3_and_below": topics},
+            ),
+        )
+        return
+    # v4+: the broker-to-coordinator form (KIP-890), several transactions at once,
+    # answered when the last of them is.
+    transactions = body["transactions"]
+    results: list[dict[str, Any] | None] = [None] * len(transactions)
+    remaining = [len(transactions)]
+    lock = threading.Lock()
+
+    def respond() -> None:
+        respond_or_error(
+            request,
+            lambda: {"throttle_time_ms": 0, "error_code": 0, "results_by_transaction": results},
+        )
+
+    def one_done(i: int, topics: TopicResults) -> None:
+        with lock:
+            results[i] = {
+                "transactional_id": transactions[i]["transactional_id"],
+                "topic_results": topics,
+            }
+            remaining[0] -= 1
+            last = remaining[0] == 0
+        if last:
+            respond()
+
+    if not transactions:
+        respond()
+    for i, t in enumerate(transactions):
+        _add_partitions(apis, t, version, t["verify_only"], partial(one_done, i))
 
 
 # -- AddOffsetsToTxn ----------------------------------------------------------------------
-def handle_add_offsets_to_txn(apis: KafkaApis, request: Any) -> dict[str, Any]:
+def handle_add_offsets_to_txn(apis: KafkaApis, request: Any) -> None:
     """Adds the group's `__consumer_offsets` partition to the transaction, so its
     TxnOffsetCommit records are committed or aborted with it."""
     body = request.body
     apis.group_metadata_manager.ensure_topic()
     partition = apis.group_metadata_manager.partition_for(body["group_id"])
-    error = _coordinator(apis).handle_add_partitions(
+    _coordinator(apis).handle_add_partitions(
         body["transactional_id"],
         body["producer_id"],
         body["producer_epoch"],
         [(GROUP_METADATA_TOPIC_NAME, partition)],
+        callback=lambda error: respond_or_error(
+            request,
+            lambda: {
+                "throttle_time_ms": 0,
+                "error_code": _for_version(error, request.api_version, "add_offsets"),
+            },
+        ),
     )
-    return {
-        "throttle_time_ms": 0,
-        "error_code": _for_version(error, request.api_version, "add_offsets"),
-    }
 
 
 # -- EndTxn -------------------------------------------------------------------------------
-def handle_end_txn(apis: KafkaApis, request: Any) -> dict[str, Any]:
+def handle_end_txn(apis: KafkaApis, request: Any) -> None:
     body = request.body
-    error = _coordinator(apis).handle_end_transaction(
-        body["transactional_id"], body["producer_id"], body["producer_epoch"], body["committed"]
+
+    def respond(error: Errors) -> None:
+        respond_or_error(
+            request,
+            lambda: {
+                "throttle_time_ms": 0,
+                "error_code": _for_version(error, request.api_version, "end"),
+                # v5 (transaction version 2) would return the bumped epoch; this broker
+                # does not bump on every transaction, so the producer keeps its id and epoch.
+                "producer_id": body["producer_id"],
+                "producer_epoch": body["producer_epoch"],
+            },
+        )
+
+    _coordinator(apis).handle_end_transaction(
+        body["transactional_id"],
+        body["producer_id"],
+        body["producer_epoch"],
+        body["committed"],
+        callback=respond,
     )
-    return {
-        "throttle_time_ms": 0,
-        "error_code": _for_version(error, request.api_version, "end"),
-        # v5 (transaction version 2) would return the bumped epoch; this broker does not
-        # bump on every transaction, so the producer keeps its id and epoch.
-        "producer_id": body["producer_id"],
-        "producer_epoch": body["producer_epoch"],
-    }
 
 
 # -- TxnOffsetCommit ----------------------------------------------------------------------
@@ -177,7 +246,7 @@ def _in_transaction(
     return Errors.COORDINATOR_NOT_AVAILABLE if code is None else code
 
 
-def handle_txn_offset_commit(apis: KafkaApis, request: Any) -> dict[str, Any]:
+def handle_txn_offset_commit(apis: KafkaApis, request: Any) -> None:
     body = request.body
     version = request.api_version
     group_id = body["group_id"]
@@ -210,15 +279,29 @@ def handle_txn_offset_commit(apis: KafkaApis, request: Any) -> dict[str, Any]:
         body["producer_epoch"],
         offsets_partition,
     )
-    results: dict[tuple[str, int], Errors]
+
+    def respond(results: dict[tuple[str, int], Errors]) -> None:
+        topics = []
+        for t in body["topics"]:
+            partitions = []
+            for p in t["partitions"]:
+                tp = (t["name"], p["partition_index"])
+                error = Errors.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else results[tp]
+                partitions.append(
+                    {"partition_index": tp[1], "error_code": _for_version(error, version, "txn_oc")}
+                )
+            topics.append({"name": t["name"], "partitions": partitions})
+        respond_or_error(request, lambda: {"throttle_time_ms": 0, "topics": topics})
+
     if check in (Errors.PRODUCER_FENCED, Errors.COORDINATOR_NOT_AVAILABLE):
-        results = dict.fromkeys(offsets, check)
+        respond(dict.fromkeys(offsets, check))
     elif check is not Errors.NONE:
-        results = dict.fromkeys(offsets, Errors.INVALID_TXN_STATE)
+        respond(dict.fromkeys(offsets, Errors.INVALID_TXN_STATE))
     else:
         group_coordinator = apis.group_coordinator
         assert group_coordinator is not None
-        results = group_coordinator.handle_txn_commit_offsets(
+        # Answered once the ISR has the offsets (or their write failed).
+        group_coordinator.handle_txn_commit_offsets(
             group_id,
             body.get("member_id", "") if version >= 3 else "",
             body.get("group_instance_id") if version >= 3 else None,
@@ -226,46 +309,53 @@ def handle_txn_offset_commit(apis: KafkaApis, request: Any) -> dict[str, Any]:
             body["producer_id"],
             body["producer_epoch"],
             offsets,
+            respond,
         )
-    topics = []
-    for t in body["topics"]:
-        partitions = []
-        for p in t["partitions"]:
-            tp = (t["name"], p["partition_index"])
-            error = Errors.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else results[tp]
-            partitions.append(
-                {"partition_index": tp[1], "error_code": _for_version(error, version, "txn_oc")}
-            )
-        topics.append({"name": t["name"], "partitions": partitions})
-    return {"throttle_time_ms": 0, "topics": topics}
+    return None
 
 
 # -- WriteTxnMarkers ----------------------------------------------------------------------
-def handle_write_txn_markers(apis: KafkaApis, request: Any) -> dict[str, Any]:
+def handle_write_txn_markers(apis: KafkaApis, request: Any) -> None:
     """The coordinator-to-leader form: writes each marker to the partitions it names
-    (this broker's coordinator writes its own markers without a request)."""
+    (this broker's coordinator writes its own markers without a request), answered once
+    every marker is written (in the ISR, in cluster mode)."""
     markers = []
+    # (marker, topic, partition, its result entry)
+    writes: list[tuple[dict[str, Any], str, int, dict[str, Any]]] = []
     for m in request.body["markers"]:
         topics = []
         for t in m["topics"]:
             partitions = []
             for index in t["partition_indexes"]:
-                try:
-                    apis.txn_marker_writer.write_txn_marker(
-                        t["name"],
-                        index,
-                        m["producer_id"],
-                        m["producer_epoch"],
-                        m["coordinator_epoch"],
-                        commit=m["transaction_result"],
-                    )
-                    error = Errors.NONE
-                except KafkaError as e:
-                    error = e.code
-                partitions.append({"partition_index": index, "error_code": int(error)})
+                result = {"partition_index": index, "error_code": 0}
+                partitions.append(result)
+                writes.append((m, t["name"], index, result))
             topics.append({"name": t["name"], "partitions": partitions})
         markers.append({"producer_id": m["producer_id"], "topics": topics})
-    return {"markers": markers}
+    lock = threading.Lock()
+    remaining = [len(writes)]
+
+    def one_done(result: dict[str, Any], error: Errors) -> None:
+        with lock:
+            result["error_code"] = int(error)
+            remaining[0] -= 1
+            last = remaining[0] == 0
+        if last:
+            respond_or_error(request, lambda: {"markers": markers})
+
+    if not writes:
+        return respond_or_error(request, lambda: {"markers": markers})
+    for m, topic, index, result in writes:
+        apis.txn_marker_writer.write_txn_marker(
+            topic,
+            index,
+            m["producer_id"],
+            m["producer_epoch"],
+            m["coordinator_epoch"],
+            commit=m["transaction_result"],
+            done=partial(one_done, result),
+        )
+    return None
 
 
 # -- admin --------------------------------------------------------------------------------
