@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafkars import _core
-from kafkars.security.client_auth import PLAINTEXT, ClientSecurity
+from kafkars.security.client_auth import PLAINTEXT, AuthenticationError, ClientSecurity
 from kafkars.server.errors import Errors
 
 EARLIEST = -2
@@ -139,6 +139,8 @@ class KafkaClient:
             try:
                 c.connect()
                 return c
+            except AuthenticationError:
+                raise  # wrong settings: another broker would refuse them too
             except OSError as e:
                 last = e
         raise ConnectionError(f"no broker reachable in {self.bootstrap}: {last}")

@@ -88,3 +88,30 @@ def test_an_unreachable_broker_is_an_oserror() -> None:
         port = s.getsockname()[1]
     with pytest.raises(ConnectionRefusedError):
         _core.BrokerConnection("127.0.0.1", port, timeout_s=2)
+
+
+def test_the_spark_reader_plans_and_fetches_over_sasl(plain_broker: Broker, topic: str) -> None:
+    from confluent_kafka import Producer
+
+    from kafkars.security.client_auth import ClientSecurity, SaslLogin
+    from kafkars_spark.wire import EARLIEST, LATEST, KafkaClient
+
+    producer = Producer({"bootstrap.servers": plain_broker.bootstrap_servers})
+    for i in range(5):
+        producer.produce(topic, value=b"%d" % i, partition=0)
+    assert producer.flush(30) == 0
+    host, port = address(plain_broker, "SASL_PLAINTEXT")
+    security = ClientSecurity("SASL_PLAINTEXT", sasl=SaslLogin("PLAIN", "admin", "admin-secret"))
+    with KafkaClient(f"{host}:{port}", security=security) as client:
+        assert [p.partition for p in client.metadata([topic])[topic]] == [0]
+        assert client.list_offsets({(topic, 0): EARLIEST}) == {(topic, 0): 0}
+        assert client.list_offsets({(topic, 0): LATEST}) == {(topic, 0): 5}
+        fetched = client.fetch(topic, 0, 0, 5, include_headers=False)
+        assert (fetched.error, fetched.high_watermark, fetched.next_offset) == (0, 5, 5)
+        assert fetched.capsules is not None
+    wrong = ClientSecurity("SASL_PLAINTEXT", sasl=SaslLogin("PLAIN", "admin", "wrong"))
+    with (
+        KafkaClient(f"{host}:{port}", security=wrong) as client,
+        pytest.raises(AuthenticationError),
+    ):
+        client.metadata([topic])
