@@ -268,8 +268,7 @@ impl BrokerConnection {
                     .iter()
                     .find(|k| k.api_key == ApiKey::ApiVersions as i16)
                     .map_or(0, |k| k.max_version);
-                let next = theirs.min(version - 1).max(0);
-                version = next;
+                version = theirs.min(version - 1).max(0);
                 continue;
             }
             if response.error_code != 0 {
@@ -318,8 +317,8 @@ impl BrokerConnection {
                 ),
             });
         }
-        let refused = |message: String| ClientError::Authentication {
-            error_code: None,
+        let refused = |error_code: Option<i16>, message: String| ClientError::Authentication {
+            error_code,
             message: format!(
                 "SASL authentication failed ({} as {}): {message}",
                 login.mechanism, login.username
@@ -342,20 +341,15 @@ impl BrokerConnection {
             };
             if response.error_code != 0 {
                 let message = response.error_message.map(|m| m.to_string());
-                let ClientError::Authentication { message, .. } =
-                    refused(message.unwrap_or_else(|| "refused".into()))
-                else {
-                    unreachable!("refused() makes an Authentication error")
-                };
-                return Err(ClientError::Authentication {
-                    error_code: Some(response.error_code),
-                    message,
-                });
+                return Err(refused(
+                    Some(response.error_code),
+                    message.unwrap_or_else(|| "refused".into()),
+                ));
             }
             match client.next(&response.auth_bytes) {
                 Ok(Some(next)) => token = next,
                 Ok(None) => return Ok(()),
-                Err(e) => return Err(refused(e)),
+                Err(e) => return Err(refused(None, e)),
             }
         }
     }
