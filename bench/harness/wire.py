@@ -1,6 +1,7 @@
 """Just enough of the Kafka wire protocol for raw sockets: ApiVersions and Metadata requests
 (the idle connections of the 1,000-connection scenario, reachability checks) and the
-responses the null sink gives a producer."""
+responses the null sink gives a producer. Raw on purpose: the scenarios hold a thousand
+bare sockets and the null sink is a server; kafkars' client is `_core.BrokerConnection`."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import socket
 import struct
 
 from kafkars import _core
-from kafkars.security.client_auth import recv_exact
 
 API_PRODUCE = 0
 API_FETCH = 1
@@ -21,6 +21,16 @@ CLIENT_ID = b"bench"
 
 def frame(payload: bytes) -> bytes:
     return struct.pack(">i", len(payload)) + payload
+
+
+def recv_exact(sock: socket.socket, n: int) -> bytes:
+    out = bytearray()
+    while len(out) < n:
+        chunk = sock.recv(n - len(out))
+        if not chunk:
+            raise ConnectionError("the peer closed the connection")
+        out += chunk
+    return bytes(out)
 
 
 def read_frame(sock: socket.socket) -> bytes:

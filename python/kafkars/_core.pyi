@@ -32,6 +32,8 @@ __all__ = [
     "Partition",
     "DelayedOperations",
     "ReplicaFetcherManager",
+    "BrokerConnection",
+    "AuthenticationError",
     "Request",
     "SocketServer",
 ]
@@ -40,6 +42,11 @@ class KafkarsError(Exception): ...
 
 class CorruptRecordError(KafkarsError):
     """args: (kafka_error_code, message)"""
+
+class AuthenticationError(ConnectionError):
+    """A broker refused the SASL login or the TLS handshake."""
+
+    error_code: int | None
 
 # -- record batches ----------------------------------------------------------------------
 
@@ -100,7 +107,14 @@ def decode_batches_arrow(
 
 @final
 class ArrowFetcher:
-    def __new__(cls, host: str, port: int, timeout_ms: int = 30000) -> Self: ...
+    def __new__(
+        cls,
+        host: str,
+        port: int,
+        timeout_ms: int = 30000,
+        *,
+        security: dict[str, Any] | None = None,
+    ) -> Self: ...
     def fetch(
         self,
         topic: str,
@@ -294,6 +308,32 @@ class ReplicaFetcherManager:
     def remove_partitions(self, partitions: list[tuple[str, int]]) -> None: ...
     def fetch_states(self) -> list[tuple[str, int, int, int, bool]]: ...
     def shutdown(self) -> None: ...
+
+# -- the Kafka client (kafkars-client) ----------------------------------------------------
+
+@final
+class BrokerConnection:
+    host: str
+    port: int
+    closed: bool
+    def __new__(
+        cls,
+        host: str,
+        port: int,
+        *,
+        client_id: str = "kafkars",
+        security: dict[str, Any] | None = None,
+        timeout_s: float = 30.0,
+        max_response_bytes: int = ...,
+    ) -> Self: ...
+    def call(
+        self, api_key: int, version: int | None, body: Mapping[str, Any]
+    ) -> dict[str, Any]: ...
+    def version(self, api_key: int) -> int: ...
+    def api_versions(self) -> dict[int, tuple[int, int]]: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> Self: ...
+    def __exit__(self, *exc: object) -> None: ...
 
 # -- delayed operations ------------------------------------------------------------------
 

@@ -1,9 +1,10 @@
-"""A minimal Kafka client for the Spark readers. Metadata and ListOffsets (planning, on
-the driver) are encoded and decoded by the broker's own codec (`kafkars._core.protocol`,
-kafka-protocol's messages); Fetch is `kafkars._core.ArrowFetcher`, which sends the
-request, reads the response and decodes its record batches into Arrow in Rust with the
-GIL released, so record bytes go from the socket to the decoder without becoming
-Python objects.
+"""A minimal Kafka client for the Spark readers, over kafkars' Rust client
+(`kafkars-client`): Metadata and ListOffsets (planning, on the driver) go through
+`kafkars._core.BrokerConnection` as the codec's dicts; Fetch is `kafkars._core.ArrowFetcher`,
+which sends the request, reads the response and decodes its record batches into Arrow in
+Rust with the GIL released, so record bytes go from the socket to the decoder without
+becoming Python objects. `security` (TLS and SASL) is a
+`kafkars.security.client_auth.ClientSecurity`; None is PLAINTEXT.
 
 No threads, nothing started at import: Spark executors fork their Python workers, and
 each read task opens and closes its own connections.
@@ -11,13 +12,12 @@ each read task opens and closes its own connections.
 
 from __future__ import annotations
 
-import socket
-import struct
 from dataclasses import dataclass, field
 from typing import Any
 
 from kafkars import _core
 from kafkars.protocol import Errors
+from kafkars.security.client_auth import PLAINTEXT, AuthenticationError, ClientSecurity
 
 EARLIEST = -2
 LATEST = -1
@@ -76,51 +76,46 @@ class Connection:
     port: int
     timeout: float = 30.0
     client_id: str = "kafkars-spark"
-    _sock: socket.socket | None = field(default=None, repr=False)
-    _correlation: int = 0
+    security: ClientSecurity = field(default=PLAINTEXT, repr=False)
+    _conn: _core.BrokerConnection | None = field(default=None, repr=False)
+
+    def connect(self) -> _core.BrokerConnection:
+        """The connection, opened (TLS and SASL done) if it is not; OSError if it cannot be."""
+        if self._conn is None or self._conn.closed:
+            self._conn = self.security.connect(
+                (self.host, self.port), timeout_s=self.timeout, client_id=self.client_id
+            )
+        return self._conn
 
     def request(self, api_key: int, version: int, body: dict[str, Any]) -> dict[str, Any]:
         """Sends one request and returns its response, both as the codec's dicts."""
-        if self._sock is None:
-            self._sock = socket.create_connection((self.host, self.port), timeout=self.timeout)
-            self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self._correlation += 1
-        codec = _core.protocol
-        frame = codec.encode_request(api_key, version, self._correlation, self.client_id, body)
-        self._sock.sendall(frame)
-        size = struct.unpack(">i", self._recv(4))[0]
-        if size < 0:
-            raise KafkaError(Errors.CORRUPT_MESSAGE, f"negative response size {size}")
+        conn = self.connect()
         try:
-            return codec.decode_response(api_key, version, self._correlation, self._recv(size))
+            return conn.call(api_key, version, body)
         except ValueError as e:
+            # A response that cannot be read (or a size out of range): a broken peer.
             self.close()
             raise KafkaError(Errors.CORRUPT_MESSAGE, str(e)) from None
 
-    def _recv(self, n: int) -> bytes:
-        assert self._sock is not None
-        # Grows with the bytes that arrive, not with what a size prefix claims.
-        chunks = []
-        got = 0
-        while got < n:
-            chunk = self._sock.recv(min(n - got, 1 << 20))
-            if not chunk:
-                raise ConnectionError(f"{self.host}:{self.port} closed the connection")
-            chunks.append(chunk)
-            got += len(chunk)
-        return b"".join(chunks)
-
     def close(self) -> None:
-        if self._sock is not None:
-            self._sock.close()
-            self._sock = None
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
 
 class KafkaClient:
-    """Connections to the brokers of one cluster, found from `bootstrap_servers`."""
+    """Connections to the brokers of one cluster, found from `bootstrap_servers`, each
+    with the TLS and SASL of `security` (None: PLAINTEXT)."""
 
-    def __init__(self, bootstrap_servers: str, *, timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        *,
+        timeout: float = 30.0,
+        security: ClientSecurity | None = None,
+    ) -> None:
         self.timeout = timeout
+        self.security = security or PLAINTEXT
         self.bootstrap = [_host_port(s) for s in bootstrap_servers.split(",") if s.strip()]
         if not self.bootstrap:
             raise ValueError("kafka.bootstrap.servers is empty")
@@ -132,7 +127,9 @@ class KafkaClient:
     def _conn(self, addr: tuple[str, int]) -> Connection:
         c = self._conns.get(addr)
         if c is None:
-            c = self._conns[addr] = Connection(addr[0], addr[1], self.timeout)
+            c = self._conns[addr] = Connection(
+                addr[0], addr[1], self.timeout, security=self.security
+            )
         return c
 
     def _any(self) -> Connection:
@@ -140,9 +137,10 @@ class KafkaClient:
         for addr in list(self.brokers.values()) + self.bootstrap:
             c = self._conn(addr)
             try:
-                if c._sock is None:
-                    c._sock = socket.create_connection(addr, timeout=self.timeout)
+                c.connect()
                 return c
+            except AuthenticationError:
+                raise  # wrong settings: another broker would refuse them too
             except OSError as e:
                 last = e
         raise ConnectionError(f"no broker reachable in {self.bootstrap}: {last}")
@@ -225,7 +223,12 @@ class KafkaClient:
         addr = (conn.host, conn.port)
         fetcher = self._fetchers.get(addr)
         if fetcher is None:
-            fetcher = _core.ArrowFetcher(conn.host, conn.port, int(self.timeout * 1000))
+            fetcher = _core.ArrowFetcher(
+                conn.host,
+                conn.port,
+                int(self.timeout * 1000),
+                security=self.security.settings(),
+            )
             self._fetchers[addr] = fetcher
         error, hw, log_start, nxt, capsules = fetcher.fetch(
             topic,

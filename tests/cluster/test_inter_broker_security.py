@@ -186,9 +186,10 @@ def test_a_wrong_inter_broker_password_is_one_error_not_a_crash(pki: Path) -> No
 
 
 def test_sasl_plaintext_scram_cluster_with_transactions(tmp_path: Path) -> None:
-    """SCRAM-SHA-512 between brokers (the Rust fetchers' SCRAM client, the Python channels'
-    scramp one). SCRAM credentials live in each broker's store, so every broker gets the
-    users before it starts, as Kafka's `kafka-storage format --add-scram` does."""
+    """SCRAM-SHA-512 between brokers (the Rust client's SCRAM, for the fetchers and the
+    controller and broker channels alike). SCRAM credentials live in each broker's store,
+    so every broker gets the users before it starts, as Kafka's `kafka-storage format
+    --add-scram` does."""
     mechanism = "SCRAM-SHA-512"
     dirs = {i: tmp_path / f"broker-{i}" for i in (1, 2, 3)}
     for d in dirs.values():

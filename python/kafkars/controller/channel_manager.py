@@ -1,25 +1,19 @@
 """Kafka's `ControllerChannelManager`: one connection and send thread per live broker;
 requests to a broker go out in order and are retried until it answers or leaves. Every
-connection speaks the inter-broker listener's security protocol (`ClientSecurity`)."""
+connection is the Rust client's (`_core.BrokerConnection`), speaking the inter-broker
+listener's security protocol (`ClientSecurity`)."""
 
 from __future__ import annotations
 
 import logging
 import queue
-import socket
-import ssl
-import struct
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-from kafkars.security.client_auth import (
-    PLAINTEXT,
-    AuthenticationError,
-    ClientSecurity,
-    exchange,
-)
+from kafkars import _core
+from kafkars.security.client_auth import PLAINTEXT, AuthenticationError, ClientSecurity
 
 log = logging.getLogger("kafkars.controller.ControllerChannelManager")
 
@@ -44,8 +38,7 @@ class _RequestSendThread:
         self.queue: queue.Queue[tuple[int, int, dict[str, Any], Callback | None] | None] = (
             queue.Queue()
         )
-        self._sock: socket.socket | None = None
-        self._correlation = 0
+        self._connection: _core.BrokerConnection | None = None
         self._running = True
         self._thread = threading.Thread(
             target=self._run, name=f"Controller-{controller_id}-to-broker-{broker_id}", daemon=True
@@ -58,11 +51,9 @@ class _RequestSendThread:
         self._close()
 
     def _close(self) -> None:
-        if self._sock is not None:
-            try:
-                self._sock.close()
-            finally:
-                self._sock = None
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            connection.close()
 
     def _run(self) -> None:
         while self._running:
@@ -74,10 +65,11 @@ class _RequestSendThread:
                 try:
                     response = self._call(api_key, version, body)
                 except AuthenticationError as e:
+                    # A refused login or certificate: the message says which.
                     if not self._refused:
                         log.error(
                             "Cannot authenticate to broker %s (check the inter-broker "
-                            "listener's credentials); retrying: %s",
+                            "listener's TLS and SASL settings); retrying: %s",
                             self.broker_id,
                             e,
                         )
@@ -85,19 +77,7 @@ class _RequestSendThread:
                     self._close()
                     time.sleep(_RETRY_BACKOFF_S * 10)
                     continue
-                except ssl.SSLCertVerificationError as e:
-                    if not self._refused:
-                        log.error(
-                            "Cannot authenticate to broker %s (its certificate: check the "
-                            "inter-broker listener's TLS settings); retrying: %s",
-                            self.broker_id,
-                            e,
-                        )
-                        self._refused = True
-                    self._close()
-                    time.sleep(_RETRY_BACKOFF_S * 10)
-                    continue
-                except (OSError, struct.error) as e:
+                except OSError as e:
                     # The broker is restarting or unreachable: retry until it is removed.
                     log.debug("Request %s to broker %s failed: %s", api_key, self.broker_id, e)
                     self._close()
@@ -116,14 +96,14 @@ class _RequestSendThread:
                 break
 
     def _call(self, api_key: int, version: int, body: dict[str, Any]) -> dict[str, Any]:
-        client_id = f"controller-{self.controller_id}"
-        if self._sock is None:
-            self._sock = self.security.connect(self.endpoint, timeout_s=30, client_id=client_id)
+        if self._connection is None:
+            self._connection = self.security.connect(
+                self.endpoint, timeout_s=30, client_id=f"controller-{self.controller_id}"
+            )
             if self._refused:
                 log.info("Authenticated to broker %s", self.broker_id)
                 self._refused = False
-        self._correlation += 1
-        return exchange(self._sock, api_key, version, self._correlation, client_id, body)
+        return self._connection.call(api_key, version, body)
 
 
 class ControllerChannelManager:
@@ -181,7 +161,7 @@ def call_broker(
     security: ClientSecurity = PLAINTEXT,
 ) -> dict[str, Any]:
     """One request on a fresh connection (a broker asking the controller or another
-    broker). A refused login raises AuthenticationError, a failed TLS handshake ssl.SSLError
-    (an OSError)."""
-    with security.connect(endpoint, timeout_s=timeout_s, client_id=client_id) as sock:
-        return exchange(sock, api_key, version, 1, client_id, body)
+    broker). A refused login or certificate raises AuthenticationError (a ConnectionError),
+    an unreachable broker another OSError."""
+    with security.connect(endpoint, timeout_s=timeout_s, client_id=client_id) as connection:
+        return connection.call(api_key, version, body)

@@ -10,8 +10,9 @@ that listener's security protocol, as Kafka does.
   `username`/`password` of the listener's JAAS config
   (`listener.name.<l>.<mechanism>.sasl.jaas.config`, else `sasl.jaas.config`).
 
-`inter_broker_security` is for the Python connections (controller channel, `call_broker`),
-`fetcher_security` the same settings for the Rust replica fetchers.
+`inter_broker_security` gives the settings of the controller channel and `call_broker`,
+`fetcher_security` the same settings for the replica fetchers; both connect through the
+Rust client (`kafkars-client`).
 """
 
 from __future__ import annotations
@@ -22,36 +23,39 @@ from typing import Any
 
 from kafkars.config.definition import ConfigException
 from kafkars.config.ssl import listener_tls_settings
-from kafkars.security.client_auth import (
-    ClientSecurity,
-    SaslLogin,
-    load_pem_identity,
-    tls_context,
-)
+from kafkars.security.client_auth import ClientSecurity, SaslLogin, TlsSettings
 from kafkars.security.sasl import listener_jaas_config
 
 
-def _system_trust() -> bytes:
+def system_trust() -> bytes | None:
+    """The system's CA certificates (PEM), what a TLS client trusts without a trust store."""
     paths = ssl.get_default_verify_paths()
     for candidate in (paths.cafile, paths.openssl_cafile):
         if candidate and Path(candidate).is_file():
             return Path(candidate).read_bytes()
-    raise ConfigException(
-        "The inter-broker listener is SSL but has no trust store and the system has no CA "
-        "file: set ssl.truststore.location",
-        name="ssl.truststore.location",
-    )
+    return None
 
 
-def _tls(config: Any, listener: str) -> dict[str, Any]:
+def _system_trust() -> bytes:
+    trust = system_trust()
+    if trust is None:
+        raise ConfigException(
+            "The inter-broker listener is SSL but has no trust store and the system has no "
+            "CA file: set ssl.truststore.location",
+            name="ssl.truststore.location",
+        )
+    return trust
+
+
+def _tls(config: Any, listener: str) -> TlsSettings:
     settings = listener_tls_settings(config, listener)
     algorithm = config.listener_config(listener, "ssl.endpoint.identification.algorithm")
-    return {
-        "truststore": settings["truststore"] or _system_trust(),
-        "certificate_chain": settings["certificate_chain"],
-        "private_key": settings["private_key"],
-        "check_hostname": bool(str(algorithm or "").strip()),
-    }
+    return TlsSettings(
+        truststore=settings["truststore"] or _system_trust(),
+        certificate_chain=settings["certificate_chain"],
+        private_key=settings["private_key"],
+        check_hostname=bool(str(algorithm or "").strip()),
+    )
 
 
 def _sasl(config: Any, listener: str) -> SaslLogin:
@@ -68,7 +72,7 @@ def _sasl(config: Any, listener: str) -> SaslLogin:
     return SaslLogin(mechanism, options["username"], options["password"])
 
 
-def _settings(config: Any) -> tuple[str, dict[str, Any] | None, SaslLogin | None]:
+def _settings(config: Any) -> tuple[str, TlsSettings | None, SaslLogin | None]:
     listener = config.inter_broker_listener_name
     protocol = config.inter_broker_security_protocol
     tls = _tls(config, listener) if protocol in ("SSL", "SASL_SSL") else None
@@ -77,26 +81,12 @@ def _settings(config: Any) -> tuple[str, dict[str, Any] | None, SaslLogin | None
 
 
 def inter_broker_security(config: Any) -> ClientSecurity:
-    """The client side of the inter-broker listener for Python sockets; ConfigException
-    for settings that cannot make it."""
+    """The client side of the inter-broker listener; ConfigException for settings that
+    cannot make it."""
     protocol, tls, sasl = _settings(config)
-    context = None
-    if tls is not None:
-        context = tls_context(
-            cadata=tls["truststore"].decode(), check_hostname=tls["check_hostname"]
-        )
-        load_pem_identity(context, tls["private_key"], tls["certificate_chain"])
-    return ClientSecurity(protocol, context, sasl)
+    return ClientSecurity(protocol, tls, sasl)
 
 
 def fetcher_security(config: Any) -> dict[str, Any] | None:
     """The same settings for `_core.ReplicaFetcherManager(security=...)`; None for PLAINTEXT."""
-    protocol, tls, sasl = _settings(config)
-    if protocol == "PLAINTEXT":
-        return None
-    return {
-        "tls": tls,
-        "sasl": None
-        if sasl is None
-        else {"mechanism": sasl.mechanism, "username": sasl.username, "password": sasl.password},
-    }
+    return inter_broker_security(config).settings()

@@ -15,7 +15,6 @@ import contextlib
 import logging
 import os
 import socket
-import ssl
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -29,8 +28,7 @@ from kafkars.security.client_auth import (
     AuthenticationError,
     ClientSecurity,
     SaslLogin,
-    exchange,
-    tls_context,
+    TlsSettings,
 )
 
 # Bounded waits: Kafka's tools without a --timeout give up within this.
@@ -296,9 +294,9 @@ def config_source(entry: Any) -> int:
 
 # -- the wire protocol, for the APIs confluent-kafka does not expose ----------------------------
 class WireClient:
-    """One connection speaking Kafka requests through kafkars' own codec
-    (`kafkars._core.protocol`): DescribeClientQuotas, AlterClientQuotas, OffsetDelete and
-    the cluster-wide broker default have no confluent-kafka call. It takes the client
+    """One connection of kafkars' own client (`kafkars._core.BrokerConnection`):
+    DescribeClientQuotas, AlterClientQuotas, OffsetDelete and the cluster-wide broker
+    default have no confluent-kafka call. It takes the client
     settings a tool's properties file gives: `security.protocol` PLAINTEXT, SSL,
     SASL_PLAINTEXT or SASL_SSL; `sasl.mechanism` PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512
     with `sasl.username`/`sasl.password` (or Java's `sasl.jaas.config`); `ssl.ca.location`,
@@ -314,12 +312,13 @@ class WireClient:
     ) -> None:
         security = client_security(config or {})
         try:
-            self.sock = security.connect((host, port), timeout_s=timeout_s, client_id=_CLIENT_ID)
+            self.connection = security.connect(
+                (host, port), timeout_s=timeout_s, client_id=_CLIENT_ID
+            )
         except AuthenticationError as e:
             raise click.ClickException(str(e)) from None
-        except OSError as e:
+        except (OSError, ValueError) as e:
             raise click.ClickException(f"cannot connect to {host}:{port}: {e}") from None
-        self.correlation = 0
 
     @classmethod
     def connect(
@@ -330,16 +329,15 @@ class WireClient:
         return cls(host, port, timeout_s, config)
 
     def call(self, api_key: int, version: int, body: dict[str, Any]) -> dict[str, Any]:
-        self.correlation += 1
         try:
-            return exchange(self.sock, api_key, version, self.correlation, _CLIENT_ID, body)
+            return self.connection.call(api_key, version, body)
         except TimeoutError:
             raise click.ClickException(f"timed out waiting for {_broker()}") from None
         except OSError as e:
             raise click.ClickException(f"lost the connection to the broker: {e}") from None
 
     def close(self) -> None:
-        self.sock.close()
+        self.connection.close()
 
 
 _CLIENT_ID = "kafkars-tools"
@@ -350,7 +348,7 @@ def client_security(config: dict[str, str]) -> ClientSecurity:
     protocol = config.get("security.protocol", "PLAINTEXT").upper()
     if protocol not in SECURITY_PROTOCOLS:
         raise click.ClickException(f"unknown security.protocol {protocol}")
-    tls = _tls_context(config) if protocol in ("SSL", "SASL_SSL") else None
+    tls = _tls_settings(config) if protocol in ("SSL", "SASL_SSL") else None
     sasl = None
     if protocol.startswith("SASL_"):
         mechanism = config.get("sasl.mechanism", config.get("sasl.mechanisms", "GSSAPI")).upper()
@@ -392,17 +390,37 @@ def librdkafka_config(config: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _tls_context(config: dict[str, str]) -> ssl.SSLContext:
-    context = tls_context(
-        cafile=config.get("ssl.ca.location"),
-        verify=config.get("enable.ssl.certificate.verification", "true").lower() != "false",
+def _tls_settings(config: dict[str, str]) -> TlsSettings:
+    """librdkafka's ssl.* client properties as the Rust client's TLS settings (PEM files)."""
+    from kafkars.config.definition import ConfigException
+    from kafkars.config.ssl import _decrypted_pem_key
+    from kafkars.security.inter_broker import system_trust
+
+    def read(name: str) -> bytes:
+        try:
+            with open(config[name], "rb") as f:
+                return f.read()
+        except OSError as e:
+            raise click.ClickException(f"{name}: cannot read {config[name]}: {e}") from None
+
+    try:
+        truststore = read("ssl.ca.location") if "ssl.ca.location" in config else system_trust()
+        if truststore is None:
+            raise click.ClickException("no system CA file: set ssl.ca.location")
+        chain = key = None
+        if "ssl.certificate.location" in config:
+            chain = read("ssl.certificate.location")
+            # Without ssl.key.location the key is in the certificate's file.
+            key = read("ssl.key.location") if "ssl.key.location" in config else chain
+            if config.get("ssl.key.password"):
+                key = _decrypted_pem_key(key, config["ssl.key.password"].encode())
+    except ConfigException as e:
+        raise click.ClickException(str(e)) from None
+    return TlsSettings(
+        truststore=truststore,
+        certificate_chain=chain,
+        private_key=key,
         check_hostname=config.get("ssl.endpoint.identification.algorithm", "https").lower()
         not in ("", "none"),
+        verify=config.get("enable.ssl.certificate.verification", "true").lower() != "false",
     )
-    if "ssl.certificate.location" in config:
-        context.load_cert_chain(
-            config["ssl.certificate.location"],
-            config.get("ssl.key.location"),
-            config.get("ssl.key.password"),
-        )
-    return context

@@ -25,8 +25,11 @@ use pyo3::types::{PyCapsule, PyString};
 
 use kafka_protocol::messages::{ApiKey, ResponseKind};
 
+use kafkars_client::frame as client;
+use kafkars_client::{BrokerConnection, ClientError, ConnectOptions, Security};
+
+use crate::client::{PySecurity, client_error};
 use crate::errors::CorruptRecordError;
-use crate::protocol::client;
 
 /// The binary column of raw batches: Spark sends `binary`, other producers may use
 /// `large_binary`.
@@ -662,15 +665,14 @@ struct FetchedHeader {
 /// The Fetch version the reader speaks: read_uncommitted, with log start offsets.
 const FETCH_VERSION: i16 = 5;
 
-/// A Fetch (read_uncommitted) of one partition from `offset`, framed.
+/// A Fetch (read_uncommitted) of one partition from `offset`.
 fn fetch_request(
-    correlation: i32,
     topic: &str,
     partition: i32,
     offset: i64,
     max_bytes: i32,
     max_wait_ms: i32,
-) -> std::io::Result<bytes::BytesMut> {
+) -> kafka_protocol::messages::RequestKind {
     use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
     use kafka_protocol::messages::{BrokerId, FetchRequest, RequestKind, TopicName};
     use kafka_protocol::protocol::StrBytes;
@@ -691,14 +693,7 @@ fn fetch_request(
                         .with_partition_max_bytes(max_bytes),
                 ]),
         ]);
-    client::frame_request(
-        &RequestKind::Fetch(request),
-        ApiKey::Fetch,
-        FETCH_VERSION,
-        correlation,
-        Some("kafkars-spark"),
-    )
-    .map_err(std::io::Error::other)
+    RequestKind::Fetch(request)
 }
 
 /// Reads a Fetch response frame (after the size) for `partition`. The records are
@@ -739,51 +734,36 @@ fn parse_fetch(
     })
 }
 
-/// A connection to one broker that fetches a partition and decodes what comes back in
-/// Rust: the record bytes go from the socket to the decoder without becoming Python
-/// objects, and the whole round trip runs with the GIL released.
+/// A connection to one broker (`kafkars-client`'s, TLS and SASL as `security` says) that
+/// fetches a partition and decodes what comes back in Rust: the record bytes go from the
+/// socket to the decoder without becoming Python objects, and the whole round trip runs
+/// with the GIL released.
 #[pyclass(module = "kafkars._core")]
 struct ArrowFetcher {
     host: String,
     port: u16,
-    timeout: std::time::Duration,
-    stream: Option<std::net::TcpStream>,
-    correlation: i32,
+    options: ConnectOptions,
+    connection: Option<BrokerConnection>,
 }
 
 impl ArrowFetcher {
-    fn round_trip(&mut self, request: &[u8]) -> std::io::Result<Vec<u8>> {
-        use std::io::{Read, Write};
-        if self.stream.is_none() {
-            let addr = std::net::ToSocketAddrs::to_socket_addrs(&(self.host.as_str(), self.port))?
-                .next()
-                .ok_or_else(|| std::io::Error::other("no address"))?;
-            let s = std::net::TcpStream::connect_timeout(&addr, self.timeout)?;
-            s.set_nodelay(true)?;
-            s.set_read_timeout(Some(self.timeout))?;
-            s.set_write_timeout(Some(self.timeout))?;
-            self.stream = Some(s);
+    /// The Fetch response frame (after its size) and the correlation id it must carry;
+    /// a failed exchange drops the connection (the next fetch reconnects).
+    fn round_trip(
+        &mut self,
+        request: &kafka_protocol::messages::RequestKind,
+    ) -> Result<(bytes::Bytes, i32), ClientError> {
+        if self.connection.is_none() {
+            self.connection = Some(BrokerConnection::connect(
+                &self.host,
+                self.port,
+                &self.options,
+            )?);
         }
-        let Some(stream) = self.stream.as_mut() else {
-            return Err(std::io::Error::other("not connected"));
-        };
-        let result = (|| {
-            stream.write_all(request)?;
-            let mut size = [0u8; 4];
-            stream.read_exact(&mut size)?;
-            let size = usize::try_from(i32::from_be_bytes(size)).map_err(|_| {
-                std::io::Error::new(std::io::ErrorKind::InvalidData, "negative size")
-            })?;
-            // Grows with the bytes that arrive, not with what the size prefix claims.
-            let mut body = Vec::new();
-            Read::take(&mut *stream, size as u64).read_to_end(&mut body)?;
-            if body.len() != size {
-                return Err(std::io::ErrorKind::UnexpectedEof.into());
-            }
-            Ok(body)
-        })();
+        let connection = self.connection.as_mut().expect("connected above");
+        let result = connection.round_trip(request, ApiKey::Fetch, FETCH_VERSION);
         if result.is_err() {
-            self.stream = None;
+            self.connection = None;
         }
         result
     }
@@ -794,16 +774,28 @@ type FetchOut = (i16, i64, i64, Option<i64>, Option<ArrowRecordBatch>);
 
 #[pymethods]
 impl ArrowFetcher {
+    /// `security`: TLS and SASL settings as `kafkars.security.client_auth.ClientSecurity`
+    /// gives them (None: PLAINTEXT).
     #[new]
-    #[pyo3(signature = (host, port, timeout_ms=30_000))]
-    fn new(host: String, port: u16, timeout_ms: u64) -> Self {
-        Self {
+    #[pyo3(signature = (host, port, timeout_ms=30_000, *, security=None))]
+    fn new(
+        host: String,
+        port: u16,
+        timeout_ms: u64,
+        security: Option<PySecurity>,
+    ) -> PyResult<Self> {
+        let security = match security {
+            Some(s) => s.resolve()?,
+            None => Security::default(),
+        };
+        let mut options = ConnectOptions::new("kafkars-spark", security);
+        options.timeout = std::time::Duration::from_millis(timeout_ms.max(1));
+        Ok(Self {
             host,
             port,
-            timeout: std::time::Duration::from_millis(timeout_ms),
-            stream: None,
-            correlation: 0,
-        }
+            options,
+            connection: None,
+        })
     }
 
     /// Fetches `topic`-`partition` from `offset` and decodes the records in
@@ -834,8 +826,6 @@ impl ArrowFetcher {
         Option<i64>,
         Option<(Bound<'py, PyCapsule>, Bound<'py, PyCapsule>)>,
     )> {
-        self.correlation = self.correlation.wrapping_add(1);
-        let correlation = self.correlation;
         let opts = Options {
             include_headers,
             batch_fields: false,
@@ -845,16 +835,11 @@ impl ArrowFetcher {
             start_offset: Some(offset),
             end_offset: Some(end_offset),
         };
+        let request = fetch_request(topic, partition, offset, max_bytes, max_wait_ms);
+        let (body, correlation) = py
+            .detach(|| self.round_trip(&request))
+            .map_err(|e| client_error(py, e))?;
         let out: Result<FetchOut, PyErr> = py.detach(|| {
-            let request = fetch_request(
-                correlation,
-                topic,
-                partition,
-                offset,
-                max_bytes,
-                max_wait_ms,
-            )?;
-            let body = bytes::Bytes::from(self.round_trip(&request)?);
             let head = parse_fetch(&body, correlation, partition)?;
             // Unique again once the decoded response is gone: back to a Vec, no copy.
             let body = Vec::from(body);
@@ -913,7 +898,7 @@ impl ArrowFetcher {
 
     /// Closes the connection (the next fetch reconnects).
     fn close(&mut self) {
-        self.stream = None;
+        self.connection = None;
     }
 }
 

@@ -1,7 +1,7 @@
 //! The exception hierarchy, and the one place Rust errors become Python exceptions.
 
 use pyo3::create_exception;
-use pyo3::exceptions::PyException;
+use pyo3::exceptions::{PyConnectionError, PyException};
 use pyo3::prelude::*;
 
 create_exception!(
@@ -23,6 +23,14 @@ create_exception!(
 pyo3::import_exception!(kafkars.protocol, KafkaError);
 pyo3::import_exception!(kafkars.protocol, RecordValidationError);
 
+create_exception!(
+    _core,
+    AuthenticationError,
+    PyConnectionError,
+    "A broker refused the SASL login or the TLS handshake (Kafka's \
+     AuthenticationException). `error_code`: the broker's Kafka error code, or None."
+);
+
 pub(crate) fn record_error(e: kafkars_record::RecordError) -> PyErr {
     CorruptRecordError::new_err((e.kafka_error_code(), e.to_string()))
 }
@@ -31,5 +39,6 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add("KafkarsError", py.get_type::<KafkarsError>())?;
     m.add("CorruptRecordError", py.get_type::<CorruptRecordError>())?;
+    m.add("AuthenticationError", py.get_type::<AuthenticationError>())?;
     Ok(())
 }

@@ -2,18 +2,17 @@
 use pyo3::prelude::*;
 
 mod arrow_decode;
+mod client;
 mod codec;
 mod delayed;
 mod errors;
 mod file_records;
-mod inter_broker;
 mod logging;
 mod network;
 mod partition;
 mod protocol;
 mod purgatory;
 mod replica_fetcher;
-mod sasl_client;
 mod segment_reader;
 mod splice;
 mod storage;
@@ -36,6 +35,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<partition::PyPartition>()?;
     m.add_class::<delayed::DelayedOperations>()?;
     m.add_class::<replica_fetcher::ReplicaFetcherManager>()?;
+    m.add_class::<client::PyBrokerConnection>()?;
     m.add_class::<network::PyRequest>()?;
     m.add_class::<network::PySocketServer>()?;
     Ok(())

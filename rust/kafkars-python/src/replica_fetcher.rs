@@ -7,19 +7,15 @@
 //! `replica_id = broker.id`, appends the leader's batches as they are and takes the
 //! leader's high watermark. Python only says which partitions follow which leader.
 //!
-//! The connection speaks the inter-broker listener's security protocol: TLS for SSL and
-//! SASL_SSL, and a SASL login (SaslHandshake, SaslAuthenticate) before the first request
-//! for SASL_*.
+//! The connection is `kafkars-client`'s, speaking the inter-broker listener's security
+//! protocol: TLS for SSL and SASL_SSL, and a SASL login before the first request for SASL_*.
 
 use std::collections::HashMap;
-use std::io::{Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::offset_for_leader_epoch_request::{
@@ -27,25 +23,20 @@ use kafka_protocol::messages::offset_for_leader_epoch_request::{
 };
 use kafka_protocol::messages::{
     ApiKey, BrokerId, FetchRequest, OffsetForLeaderEpochRequest, RequestKind, ResponseKind,
-    SaslAuthenticateRequest, SaslHandshakeRequest, TopicName,
+    TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use kafkars_record::{LOG_OVERHEAD, RECORD_BATCH_OVERHEAD};
 use kafkars_storage::{Partition, TopicPartition};
 use pyo3::prelude::*;
 
-use crate::inter_broker::{BrokerStream, InterBrokerSecurity, PyInterBrokerSecurity};
+use kafkars_client::{BrokerConnection, ClientError, ConnectOptions, Security};
+
+use crate::client::PySecurity;
 use crate::partition::PyPartition;
-use crate::protocol::client::{frame_request, parse_response};
-use crate::sasl_client::{SaslClient, SaslLogin};
 
 const FETCH_VERSION: i16 = 11;
 const OFFSET_FOR_LEADER_EPOCH_VERSION: i16 = 3;
-const SASL_HANDSHAKE_VERSION: i16 = 1;
-const SASL_AUTHENTICATE_VERSION: i16 = 2;
-/// Largest response a fetcher accepts (a fetch asks for at most `max_bytes` plus one
-/// batch per partition; anything bigger is a broken peer).
-const MAX_RESPONSE: usize = 256 * 1024 * 1024;
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -61,7 +52,25 @@ struct FetcherConfig {
     partition_max_bytes: i32,
     backoff: Duration,
     socket_timeout: Duration,
-    security: InterBrokerSecurity,
+    security: Security,
+}
+
+impl FetcherConfig {
+    fn connect(&self, leader: &str) -> Result<BrokerConnection, ClientError> {
+        let (host, port) = leader.rsplit_once(':').unwrap_or((leader, ""));
+        let port = port.parse().map_err(|_| {
+            ClientError::Io(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("{leader} is not host:port"),
+            ))
+        })?;
+        let mut options = ConnectOptions::new(
+            format!("broker-{}-fetcher", self.broker_id),
+            self.security.clone(),
+        );
+        options.timeout = self.socket_timeout;
+        BrokerConnection::connect(host, port, &options)
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -109,147 +118,9 @@ fn whole_batches(records: &[u8]) -> usize {
     pos
 }
 
-/// A connection the leader refused to authenticate: retrying will not help until the
-/// broker's credentials change, so it is logged once as an error, not on every retry.
-#[derive(Debug)]
-struct AuthenticationFailed(String);
-
-impl std::fmt::Display for AuthenticationFailed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for AuthenticationFailed {}
-
-fn authentication_failed(message: String) -> std::io::Error {
-    std::io::Error::new(
-        std::io::ErrorKind::PermissionDenied,
-        AuthenticationFailed(message),
-    )
-}
-
-/// One connection to a leader and the request/response exchange on it.
-struct LeaderConnection {
-    stream: BrokerStream,
-    correlation_id: i32,
-    client_id: String,
-}
-
-impl LeaderConnection {
-    fn connect(address: &str, config: &FetcherConfig) -> std::io::Result<Self> {
-        let addr = address.to_socket_addrs()?.next().ok_or_else(|| {
-            std::io::Error::new(std::io::ErrorKind::NotFound, "no address for the leader")
-        })?;
-        let socket = TcpStream::connect_timeout(&addr, config.socket_timeout)?;
-        socket.set_nodelay(true)?;
-        socket.set_read_timeout(Some(config.socket_timeout))?;
-        socket.set_write_timeout(Some(config.socket_timeout))?;
-        let host = address.rsplit_once(':').map_or(address, |(h, _)| h);
-        let mut connection = Self {
-            stream: BrokerStream::new(socket, host, config.security.tls.as_ref())?,
-            correlation_id: 0,
-            client_id: format!("broker-{}-fetcher", config.broker_id),
-        };
-        if let Some(login) = &config.security.sasl {
-            connection.authenticate(login)?;
-        }
-        Ok(connection)
-    }
-
-    /// SaslHandshake, then SaslAuthenticate rounds until the mechanism is done.
-    fn authenticate(&mut self, login: &SaslLogin) -> std::io::Result<()> {
-        let handshake = SaslHandshakeRequest::default()
-            .with_mechanism(StrBytes::from_string(login.mechanism.clone()));
-        let ResponseKind::SaslHandshake(response) = self.call(
-            RequestKind::SaslHandshake(handshake),
-            ApiKey::SaslHandshake,
-            SASL_HANDSHAKE_VERSION,
-        )?
-        else {
-            unreachable!("parse_response decodes the API asked for")
-        };
-        if response.error_code != 0 {
-            let offered: Vec<String> = response.mechanisms.iter().map(|m| m.to_string()).collect();
-            return Err(authentication_failed(format!(
-                "the leader does not take SASL {} (sasl.mechanism.inter.broker.protocol); it \
-                 takes {}",
-                login.mechanism,
-                offered.join(", ")
-            )));
-        }
-        let mut client = SaslClient::new(login).map_err(authentication_failed)?;
-        let mut token = client.first();
-        loop {
-            let request = SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from(token));
-            let ResponseKind::SaslAuthenticate(response) = self.call(
-                RequestKind::SaslAuthenticate(request),
-                ApiKey::SaslAuthenticate,
-                SASL_AUTHENTICATE_VERSION,
-            )?
-            else {
-                unreachable!("parse_response decodes the API asked for")
-            };
-            if response.error_code != 0 {
-                let message = response.error_message.map(|m| m.to_string());
-                return Err(authentication_failed(format!(
-                    "SASL authentication failed ({} as {}): {}",
-                    login.mechanism,
-                    login.username,
-                    message.as_deref().unwrap_or("refused")
-                )));
-            }
-            match client.next(&response.auth_bytes) {
-                Ok(Some(next)) => token = next,
-                Ok(None) => return Ok(()),
-                Err(e) => return Err(authentication_failed(e)),
-            }
-        }
-    }
-
-    fn call(
-        &mut self,
-        request: RequestKind,
-        api: ApiKey,
-        version: i16,
-    ) -> std::io::Result<ResponseKind> {
-        let invalid = |e: String| std::io::Error::new(std::io::ErrorKind::InvalidData, e);
-        self.correlation_id = self.correlation_id.wrapping_add(1);
-        let frame = frame_request(
-            &request,
-            api,
-            version,
-            self.correlation_id,
-            Some(&self.client_id),
-        )
-        .map_err(|e| invalid(e.to_string()))?;
-        self.stream.write_all(&frame)?;
-        self.stream.flush()?;
-        let mut size = [0u8; 4];
-        self.stream.read_exact(&mut size)?;
-        let size = usize::try_from(i32::from_be_bytes(size))
-            .ok()
-            .filter(|s| *s <= MAX_RESPONSE)
-            .ok_or_else(|| invalid("response size out of range".into()))?;
-        // The buffer grows with the bytes that arrive, not with the size the peer claims.
-        let mut body = Vec::new();
-        (&mut self.stream)
-            .take(size as u64)
-            .read_to_end(&mut body)?;
-        if body.len() != size {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::UnexpectedEof,
-                "the leader closed the connection mid-response",
-            ));
-        }
-        parse_response(Bytes::from(body), api, version, self.correlation_id)
-            .map_err(|e| invalid(e.to_string()))
-    }
-}
-
 /// The fetch loop of one thread: see the module docs.
 fn run_fetcher(shared: Arc<FetcherShared>, leader: String, config: FetcherConfig) {
-    let mut connection: Option<LeaderConnection> = None;
+    let mut connection: Option<BrokerConnection> = None;
     // An authentication failure is logged once, until a connection succeeds again.
     let mut refused = false;
     while !shared.stop.load(Ordering::Acquire) {
@@ -271,7 +142,7 @@ fn run_fetcher(shared: Arc<FetcherShared>, leader: String, config: FetcherConfig
             ready
         };
         if connection.is_none() {
-            match LeaderConnection::connect(&leader, &config) {
+            match config.connect(&leader) {
                 Ok(c) => {
                     if refused {
                         tracing::info!(%leader, "authenticated to the leader");
@@ -279,7 +150,7 @@ fn run_fetcher(shared: Arc<FetcherShared>, leader: String, config: FetcherConfig
                     }
                     connection = Some(c);
                 }
-                Err(e) if is_refusal(&e) => {
+                Err(e) if e.is_authentication() => {
                     if !refused {
                         tracing::error!(%leader, error = %e, "replica fetcher cannot authenticate to the leader (check the inter-broker listener's TLS and SASL settings); retrying");
                         refused = true;
@@ -311,13 +182,6 @@ fn run_fetcher(shared: Arc<FetcherShared>, leader: String, config: FetcherConfig
             pause(&shared, config.backoff);
         }
     }
-}
-
-/// A refused login or TLS handshake (a certificate not trusted or not naming the host):
-/// the settings are wrong, which retrying does not fix.
-fn is_refusal(e: &std::io::Error) -> bool {
-    e.get_ref()
-        .is_some_and(|inner| inner.is::<AuthenticationFailed>() || inner.is::<rustls::Error>())
 }
 
 fn pause(shared: &FetcherShared, backoff: Duration) {
@@ -384,11 +248,11 @@ fn group_by_topic<T>(items: impl Iterator<Item = (String, T)>) -> Vec<(String, V
 /// Asks the leader where each partition's latest local epoch ends and truncates to it
 /// (or to the high watermark when the log has no epochs yet).
 fn truncate_once(
-    conn: &mut LeaderConnection,
+    conn: &mut BrokerConnection,
     shared: &FetcherShared,
     partitions: &[(TopicPartition, PartitionFetchState)],
     config: &FetcherConfig,
-) -> std::io::Result<()> {
+) -> Result<(), ClientError> {
     let topics = group_by_topic(partitions.iter().map(|(tp, s)| {
         let local_epoch = s.partition.log().latest_epoch().unwrap_or(-1);
         (
@@ -412,9 +276,9 @@ fn truncate_once(
                 .collect(),
         );
     let ResponseKind::OffsetForLeaderEpoch(response) = conn.call(
-        RequestKind::OffsetForLeaderEpoch(request),
         ApiKey::OffsetForLeaderEpoch,
         OFFSET_FOR_LEADER_EPOCH_VERSION,
+        &RequestKind::OffsetForLeaderEpoch(request),
     )?
     else {
         unreachable!("parse_response decodes the API asked for")
@@ -463,11 +327,11 @@ fn truncate_once(
 
 /// One Fetch from the leader for every ready partition, appended as the follower.
 fn fetch_once(
-    conn: &mut LeaderConnection,
+    conn: &mut BrokerConnection,
     shared: &FetcherShared,
     partitions: &[(TopicPartition, PartitionFetchState)],
     config: &FetcherConfig,
-) -> std::io::Result<()> {
+) -> Result<(), ClientError> {
     let fetch_offsets: HashMap<&TopicPartition, i64> = partitions
         .iter()
         .map(|(tp, s)| (tp, s.partition.log().log_end_offset()))
@@ -501,7 +365,7 @@ fn fetch_once(
                 .collect(),
         );
     let ResponseKind::Fetch(response) =
-        conn.call(RequestKind::Fetch(request), ApiKey::Fetch, FETCH_VERSION)?
+        conn.call(ApiKey::Fetch, FETCH_VERSION, &RequestKind::Fetch(request))?
     else {
         unreachable!("parse_response decodes the API asked for")
     };
@@ -659,11 +523,11 @@ impl ReplicaFetcherManager {
         partition_max_bytes: i32,
         backoff_ms: u64,
         socket_timeout_ms: u64,
-        security: Option<PyInterBrokerSecurity>,
+        security: Option<PySecurity>,
     ) -> PyResult<Self> {
         let security = match security {
             Some(s) => s.resolve()?,
-            None => InterBrokerSecurity::default(),
+            None => Security::default(),
         };
         Ok(Self {
             config: FetcherConfig {

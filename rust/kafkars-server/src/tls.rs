@@ -1,20 +1,14 @@
 //! TLS for `SSL` listeners (rustls, ring provider): the server configuration built from
-//! Kafka's `ssl.*` settings as the Python configuration layer resolves them (PEM only),
-//! and the client configuration a broker uses towards another broker's SSL listener.
+//! Kafka's `ssl.*` settings as the Python configuration layer resolves them (PEM only).
+//! The client side is `kafkars-client`'s.
 
 use std::sync::Arc;
 
-use rustls::client::WebPkiServerVerifier;
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::{CryptoProvider, ring};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use rustls::pki_types::{ServerName, UnixTime};
 use rustls::server::WebPkiClientVerifier;
-use rustls::{
-    CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, ServerConfig,
-    SignatureScheme, SupportedProtocolVersion, version,
-};
+use rustls::{RootCertStore, ServerConfig, SupportedProtocolVersion, version};
 
 /// Kafka's `ssl.client.auth`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -156,98 +150,6 @@ pub fn server_config(settings: &TlsSettings) -> Result<Arc<ServerConfig>, TlsErr
         .with_single_cert(chain, key)
         .map_err(|e| TlsError::Keystore(format!("certificate and key do not match: {e}")))?;
     Ok(Arc::new(config))
-}
-
-/// The rustls client configuration of a broker talking to another broker's SSL
-/// listener: the peer's certificate must chain to `truststore_pem`; `identity` (key,
-/// chain) is presented when the peer asks for one (`ssl.client.auth`); without
-/// `check_hostname` (`ssl.endpoint.identification.algorithm` empty) any name is taken.
-pub fn client_config(
-    truststore_pem: &[u8],
-    identity: Option<(&[u8], &[u8])>,
-    check_hostname: bool,
-) -> Result<Arc<ClientConfig>, TlsError> {
-    let provider = Arc::new(ring::default_provider());
-    let mut roots = RootCertStore::empty();
-    for cert in certificates(truststore_pem).map_err(TlsError::Truststore)? {
-        roots
-            .add(cert)
-            .map_err(|e| TlsError::Truststore(e.to_string()))?;
-    }
-    let webpki =
-        WebPkiServerVerifier::builder_with_provider(Arc::new(roots), Arc::clone(&provider))
-            .build()
-            .map_err(|e| TlsError::Truststore(e.to_string()))?;
-    let verifier: Arc<dyn ServerCertVerifier> = if check_hostname {
-        webpki
-    } else {
-        Arc::new(AnyHostname(webpki))
-    };
-    let builder = ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| TlsError::Protocols(e.to_string()))?
-        .dangerous()
-        .with_custom_certificate_verifier(verifier);
-    let config = match identity {
-        None => builder.with_no_client_auth(),
-        Some((key_pem, chain_pem)) => {
-            let chain = certificates(chain_pem).map_err(TlsError::Keystore)?;
-            let key = PrivateKeyDer::from_pem_slice(key_pem)
-                .map_err(|e| TlsError::Keystore(format!("unreadable PEM private key: {e}")))?;
-            builder
-                .with_client_auth_cert(chain, key)
-                .map_err(|e| TlsError::Keystore(format!("certificate and key do not match: {e}")))?
-        }
-    };
-    Ok(Arc::new(config))
-}
-
-/// Kafka's empty `ssl.endpoint.identification.algorithm`: the chain is verified, the
-/// host name is not.
-#[derive(Debug)]
-struct AnyHostname(Arc<WebPkiServerVerifier>);
-
-impl ServerCertVerifier for AnyHostname {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        intermediates: &[CertificateDer<'_>],
-        server_name: &ServerName<'_>,
-        ocsp_response: &[u8],
-        now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        match self
-            .0
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
-        {
-            Err(rustls::Error::InvalidCertificate(
-                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
-            )) => Ok(ServerCertVerified::assertion()),
-            other => other,
-        }
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
-    }
 }
 
 /// The subject of a DER certificate as Java's `X500Principal.getName()` prints it

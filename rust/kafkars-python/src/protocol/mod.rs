@@ -17,7 +17,8 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyMapping, PyString};
 
-pub(crate) mod client;
+use kafkars_client::frame as client;
+
 mod generated;
 mod records;
 mod transaction_log;
@@ -119,7 +120,15 @@ pub(crate) fn for_each_field<'py>(
     Ok(())
 }
 
-fn api_key(key: i16) -> PyResult<ApiKey> {
+/// A client's request dict as its message (`records` may be plain bytes there).
+pub(crate) fn client_request_from_py(
+    api: ApiKey,
+    request: &Bound<'_, PyAny>,
+) -> PyResult<RequestKind> {
+    records::with_client_records(|| request_from_py(api, request))
+}
+
+pub(crate) fn api_key(key: i16) -> PyResult<ApiKey> {
     ApiKey::try_from(key).map_err(|()| PyValueError::new_err(format!("unknown api key {key}")))
 }
 
@@ -192,7 +201,7 @@ fn encode_request<'py>(
     request: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let api = self::api_key(api_key)?;
-    let request = records::with_client_records(|| request_from_py(api, request))?;
+    let request = client_request_from_py(api, request)?;
     let frame = client::frame_request(&request, api, api_version, correlation_id, client_id)
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
     Ok(PyBytes::new(py, &frame))

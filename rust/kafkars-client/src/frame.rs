@@ -1,32 +1,19 @@
-//! The client side of the wire: framing a request and reading its response, for the
-//! Spark reader and the tools. kafka-protocol encodes and decodes the messages, as it
-//! does for the broker, so each format has one implementation.
+//! Framing: a request as a size-prefixed frame behind the request header its version
+//! uses (v1, or v2 for flexible versions), a response read back with its correlation id
+//! checked, and a frame read off a stream without trusting its size. kafka-protocol
+//! encodes and decodes the messages, as it does for the broker, so each format has one
+//! implementation.
+
+use std::io::Read;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeader, ResponseKind};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
-/// Why a request could not be framed or a response read.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum ClientError {
-    #[error("cannot encode {api:?} v{version}: {reason}")]
-    Encode {
-        api: ApiKey,
-        version: i16,
-        reason: String,
-    },
-    #[error("cannot decode the {api:?} v{version} response: {reason}")]
-    Decode {
-        api: ApiKey,
-        version: i16,
-        reason: String,
-    },
-    #[error("correlation id {got} in the response, {expected} expected")]
-    Correlation { expected: i32, got: i32 },
-}
+use crate::ClientError;
 
 /// `request` as a size-prefixed frame behind the request header its version uses.
-pub(crate) fn frame_request(
+pub fn frame_request(
     request: &RequestKind,
     api: ApiKey,
     version: i16,
@@ -60,7 +47,7 @@ pub(crate) fn frame_request(
 
 /// Reads a response frame (without its size prefix) to a request of `api` at `version`
 /// sent with `correlation_id`. Byte fields of the result are slices of `frame`.
-pub(crate) fn parse_response(
+pub fn parse_response(
     mut frame: Bytes,
     api: ApiKey,
     version: i16,
@@ -80,6 +67,29 @@ pub(crate) fn parse_response(
         });
     }
     ResponseKind::decode(api, &mut frame, version).map_err(decode_error)
+}
+
+/// Reads one frame (its size, then that many bytes) from `stream`. A size over `limit`
+/// is refused before anything is allocated, and the buffer grows with the bytes that
+/// arrive, not with the size the peer claims.
+pub fn read_frame(stream: &mut impl Read, limit: usize) -> Result<Bytes, ClientError> {
+    let mut size = [0u8; 4];
+    stream.read_exact(&mut size)?;
+    let size = i32::from_be_bytes(size);
+    let size = usize::try_from(size)
+        .ok()
+        .filter(|s| *s <= limit)
+        .ok_or(ClientError::FrameSize { size, limit })?;
+    let mut body = Vec::new();
+    stream.take(size as u64).read_to_end(&mut body)?;
+    if body.len() != size {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            "the broker closed the connection mid-response",
+        )
+        .into());
+    }
+    Ok(Bytes::from(body))
 }
 
 #[cfg(test)]
@@ -118,5 +128,36 @@ mod tests {
             })
         ));
         assert!(parse_response(Bytes::from_static(&[0, 0]), ApiKey::Metadata, 1, 9).is_err());
+    }
+
+    #[test]
+    fn flexible_versions_use_request_header_v2() {
+        let request = RequestKind::Metadata(MetadataRequest::default());
+        let frame = frame_request(&request, ApiKey::Metadata, 9, 7, Some("c")).unwrap();
+        // Header v2 ends with an empty tagged-field section after the client id.
+        assert_eq!(&frame[4..15], &[0, 3, 0, 9, 0, 0, 0, 7, 0, 1, b'c']);
+        assert_eq!(frame[15], 0);
+    }
+
+    #[test]
+    fn frame_sizes_are_checked_before_reading() {
+        // A claimed 2 GiB frame is refused without allocating it.
+        let mut huge: &[u8] = &[0x7f, 0xff, 0xff, 0xff, 1, 2, 3];
+        assert!(matches!(
+            read_frame(&mut huge, 1024),
+            Err(ClientError::FrameSize { limit: 1024, .. })
+        ));
+        let mut negative: &[u8] = &[0xff, 0xff, 0xff, 0xff];
+        assert!(matches!(
+            read_frame(&mut negative, 1024),
+            Err(ClientError::FrameSize { size: -1, .. })
+        ));
+        let mut cut: &[u8] = &[0, 0, 0, 5, 1, 2];
+        assert!(matches!(
+            read_frame(&mut cut, 1024),
+            Err(ClientError::Io(_))
+        ));
+        let mut whole: &[u8] = &[0, 0, 0, 2, 1, 2, 9];
+        assert_eq!(&read_frame(&mut whole, 1024).unwrap()[..], &[1, 2]);
     }
 }

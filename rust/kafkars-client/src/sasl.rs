@@ -1,7 +1,6 @@
 //! The client side of SASL PLAIN (RFC 4616) and SCRAM-SHA-256/512 (RFC 5802, RFC 7677):
-//! the tokens a broker sends in SaslAuthenticate when it logs in to another broker's
-//! SASL listener (`sasl.mechanism.inter.broker.protocol`). The crypto is ring's, the
-//! one rustls already builds.
+//! the tokens sent in SaslAuthenticate. The crypto is ring's, the one rustls already
+//! builds.
 
 use std::num::NonZeroU32;
 
@@ -9,17 +8,17 @@ use data_encoding::BASE64;
 use ring::rand::SecureRandom;
 use ring::{digest, hmac, pbkdf2};
 
-/// The broker's login on the inter-broker listener (its JAAS `username`/`password`).
+/// A SASL login: the mechanism and the `username`/`password` of a JAAS config.
 #[derive(Clone)]
-pub(crate) struct SaslLogin {
-    pub(crate) mechanism: String,
-    pub(crate) username: String,
-    pub(crate) password: String,
+pub struct SaslLogin {
+    pub mechanism: String,
+    pub username: String,
+    pub password: String,
 }
 
 impl std::fmt::Debug for SaslLogin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Never the password: the fetcher's config is printed in debug logs.
+        // Never the password: connection settings are printed in debug logs.
         f.debug_struct("SaslLogin")
             .field("mechanism", &self.mechanism)
             .field("username", &self.username)
@@ -29,13 +28,13 @@ impl std::fmt::Debug for SaslLogin {
 
 /// One authentication: `first()` is the first token, `next()` takes each server reply
 /// and gives the next token, or `None` once the exchange is complete.
-pub(crate) enum SaslClient {
+pub enum SaslClient {
     Plain(Vec<u8>),
     Scram(ScramClient),
 }
 
 impl SaslClient {
-    pub(crate) fn new(login: &SaslLogin) -> Result<Self, String> {
+    pub fn new(login: &SaslLogin) -> Result<Self, String> {
         match login.mechanism.as_str() {
             "PLAIN" => Ok(Self::Plain(
                 format!("\0{}\0{}", login.username, login.password).into_bytes(),
@@ -50,14 +49,14 @@ impl SaslClient {
         }
     }
 
-    pub(crate) fn first(&self) -> Vec<u8> {
+    pub fn first(&self) -> Vec<u8> {
         match self {
             Self::Plain(token) => token.clone(),
             Self::Scram(scram) => scram.client_first().into_bytes(),
         }
     }
 
-    pub(crate) fn next(&mut self, reply: &[u8]) -> Result<Option<Vec<u8>>, String> {
+    pub fn next(&mut self, reply: &[u8]) -> Result<Option<Vec<u8>>, String> {
         match self {
             Self::Plain(_) => Ok(None),
             Self::Scram(scram) => scram.next(reply),
@@ -75,7 +74,7 @@ fn random_nonce() -> Result<String, String> {
 
 /// SCRAM's client: client-first, then client-final with the proof, then the server's
 /// signature checked (a server that does not know the password cannot forge it).
-pub(crate) struct ScramClient {
+pub struct ScramClient {
     hmac: hmac::Algorithm,
     digest: &'static digest::Algorithm,
     pbkdf2: pbkdf2::Algorithm,

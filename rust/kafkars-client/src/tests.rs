@@ -1,0 +1,377 @@
+//! The connection against a tiny broker in the test: a thread that reads request frames
+//! and answers each with what the test gives for it.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::api_versions_response::ApiVersion;
+use kafka_protocol::messages::{
+    ApiKey, ApiVersionsResponse, MetadataRequest, MetadataResponse, RequestHeader, RequestKind,
+    ResponseHeader, ResponseKind, SaslAuthenticateResponse, SaslHandshakeResponse,
+};
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes, VersionRange};
+
+use crate::{BrokerConnection, ClientError, ConnectOptions, SaslLogin, Security, pick_version};
+
+/// One request as the test broker saw it.
+struct Seen {
+    api: ApiKey,
+    version: i16,
+    correlation_id: i32,
+    request: RequestKind,
+}
+
+/// What the test broker sends back: a response (at the request's version unless given),
+/// or raw bytes, after which it closes the connection.
+#[allow(clippy::large_enum_variant)] // a test helper, built a few times
+enum Answer {
+    Response(ResponseKind, Option<i16>),
+    Raw(Vec<u8>),
+}
+
+fn read_request(stream: &mut TcpStream) -> Option<Seen> {
+    let mut size = [0u8; 4];
+    stream.read_exact(&mut size).ok()?;
+    let mut body = vec![0u8; i32::from_be_bytes(size) as usize];
+    stream.read_exact(&mut body).ok()?;
+    let mut body = Bytes::from(body);
+    let api = ApiKey::try_from(i16::from_be_bytes([body[0], body[1]])).unwrap();
+    let version = i16::from_be_bytes([body[2], body[3]]);
+    let header = RequestHeader::decode(&mut body, api.request_header_version(version)).unwrap();
+    let request = RequestKind::decode(api, &mut body, version).unwrap();
+    assert!(body.is_empty(), "the whole frame is the request");
+    Some(Seen {
+        api,
+        version,
+        correlation_id: header.correlation_id,
+        request,
+    })
+}
+
+fn response_frame(response: &ResponseKind, api: ApiKey, version: i16, correlation: i32) -> Vec<u8> {
+    let mut frame = BytesMut::new();
+    frame.put_i32(0);
+    ResponseHeader::default()
+        .with_correlation_id(correlation)
+        .encode(&mut frame, api.response_header_version(version))
+        .unwrap();
+    response.encode(&mut frame, version).unwrap();
+    let size = (frame.len() - 4) as i32;
+    frame[..4].copy_from_slice(&size.to_be_bytes());
+    frame.to_vec()
+}
+
+/// A broker on a free port answering with `answer(seen request)` until the client goes.
+fn broker(
+    mut answer: impl FnMut(&Seen) -> Answer + Send + 'static,
+) -> (u16, JoinHandle<Vec<(ApiKey, i16)>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let handle = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut seen = Vec::new();
+        while let Some(request) = read_request(&mut stream) {
+            seen.push((request.api, request.version));
+            match answer(&request) {
+                Answer::Response(r, v) => {
+                    let frame = response_frame(
+                        &r,
+                        request.api,
+                        v.unwrap_or(request.version),
+                        request.correlation_id,
+                    );
+                    if stream.write_all(&frame).is_err() {
+                        break;
+                    }
+                }
+                // Raw bytes end the conversation: the connection closes after them.
+                Answer::Raw(b) => {
+                    let _ = stream.write_all(&b);
+                    break;
+                }
+            }
+        }
+        seen
+    });
+    (port, handle)
+}
+
+fn options(security: Security) -> ConnectOptions {
+    let mut options = ConnectOptions::new("test", security);
+    options.timeout = Duration::from_secs(5);
+    options.max_response_bytes = 1 << 20;
+    options
+}
+
+fn versions(list: &[(ApiKey, i16, i16)]) -> ApiVersionsResponse {
+    ApiVersionsResponse::default().with_api_keys(
+        list.iter()
+            .map(|(k, min, max)| {
+                ApiVersion::default()
+                    .with_api_key(*k as i16)
+                    .with_min_version(*min)
+                    .with_max_version(*max)
+            })
+            .collect(),
+    )
+}
+
+#[test]
+fn versions_are_the_highest_both_sides_take() {
+    let range = |min, max| VersionRange { min, max };
+    assert_eq!(
+        pick_version(ApiKey::Fetch, Some((4, 17)), range(0, 12)).unwrap(),
+        12
+    );
+    assert_eq!(
+        pick_version(ApiKey::Fetch, Some((0, 7)), range(4, 12)).unwrap(),
+        7
+    );
+    let err = pick_version(ApiKey::Fetch, Some((13, 17)), range(4, 12)).unwrap_err();
+    assert!(matches!(err, ClientError::UnsupportedVersion { .. }));
+    assert_eq!(err.error_code(), Some(35));
+    assert!(pick_version(ApiKey::Fetch, None, range(0, 12)).is_err());
+}
+
+#[test]
+fn api_versions_is_asked_once_and_drives_the_choice() {
+    let (port, broker) = broker(|seen| match seen.api {
+        ApiKey::ApiVersions => Answer::Response(
+            ResponseKind::ApiVersions(versions(&[
+                (ApiKey::ApiVersions, 0, 4),
+                (ApiKey::Metadata, 0, 5),
+            ])),
+            None,
+        ),
+        ApiKey::Metadata => Answer::Response(
+            ResponseKind::Metadata(
+                MetadataResponse::default().with_cluster_id(Some(StrBytes::from_static_str("c1"))),
+            ),
+            None,
+        ),
+        other => panic!("unexpected {other:?}"),
+    });
+    let mut conn =
+        BrokerConnection::connect("127.0.0.1", port, &options(Security::default())).unwrap();
+    let ours = ApiKey::Metadata.valid_versions();
+    assert_eq!(conn.negotiate(ApiKey::Metadata, ours).unwrap(), 5);
+    assert!(matches!(
+        conn.negotiate(ApiKey::Fetch, ApiKey::Fetch.valid_versions()),
+        Err(ClientError::UnsupportedVersion { broker_min: -1, .. })
+    ));
+    let response = conn
+        .call(
+            ApiKey::Metadata,
+            5,
+            &RequestKind::Metadata(MetadataRequest::default()),
+        )
+        .unwrap();
+    let ResponseKind::Metadata(metadata) = response else {
+        panic!("a Metadata response")
+    };
+    assert_eq!(metadata.cluster_id.as_deref(), Some("c1"));
+    drop(conn);
+    let seen = broker.join().unwrap();
+    let newest = ApiKey::ApiVersions.valid_versions().max;
+    assert_eq!(
+        seen,
+        vec![(ApiKey::ApiVersions, newest), (ApiKey::Metadata, 5)]
+    );
+}
+
+#[test]
+fn an_older_broker_answers_api_versions_in_v0_and_is_asked_again() {
+    let (port, broker) = broker(|seen| match (seen.api, seen.version) {
+        (ApiKey::ApiVersions, v) if v > 2 => {
+            let error = versions(&[(ApiKey::ApiVersions, 0, 2)]).with_error_code(35);
+            // Kafka answers an unknown ApiVersions version in v0's format.
+            Answer::Response(ResponseKind::ApiVersions(error), Some(0))
+        }
+        (ApiKey::ApiVersions, _) => Answer::Response(
+            ResponseKind::ApiVersions(versions(&[
+                (ApiKey::ApiVersions, 0, 2),
+                (ApiKey::Metadata, 1, 3),
+            ])),
+            None,
+        ),
+        other => panic!("unexpected {other:?}"),
+    });
+    let mut conn =
+        BrokerConnection::connect("127.0.0.1", port, &options(Security::default())).unwrap();
+    let picked = conn
+        .negotiate(ApiKey::Metadata, ApiKey::Metadata.valid_versions())
+        .unwrap();
+    assert_eq!(picked, 3);
+    drop(conn);
+    let seen = broker.join().unwrap();
+    assert_eq!(seen.last(), Some(&(ApiKey::ApiVersions, 2)));
+}
+
+#[test]
+fn a_wrong_correlation_id_is_an_error() {
+    let (port, _broker) = broker(|seen| {
+        Answer::Raw(response_frame(
+            &ResponseKind::Metadata(MetadataResponse::default()),
+            ApiKey::Metadata,
+            seen.version,
+            seen.correlation_id + 1,
+        ))
+    });
+    let mut conn =
+        BrokerConnection::connect("127.0.0.1", port, &options(Security::default())).unwrap();
+    let err = conn
+        .call(
+            ApiKey::Metadata,
+            1,
+            &RequestKind::Metadata(MetadataRequest::default()),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ClientError::Correlation {
+                expected: 1,
+                got: 2
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_oversized_response_is_refused_unread() {
+    let (port, _broker) = broker(|_| Answer::Raw(vec![0x7f, 0xff, 0xff, 0xff, 0, 0, 0, 1]));
+    let mut conn =
+        BrokerConnection::connect("127.0.0.1", port, &options(Security::default())).unwrap();
+    let err = conn
+        .call(
+            ApiKey::Metadata,
+            1,
+            &RequestKind::Metadata(MetadataRequest::default()),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ClientError::FrameSize {
+                size: i32::MAX,
+                limit: 1048576
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_closed_connection_is_an_io_error() {
+    let (port, _broker) = broker(|_| Answer::Raw(vec![0, 0, 0, 9, 1]));
+    let mut conn =
+        BrokerConnection::connect("127.0.0.1", port, &options(Security::default())).unwrap();
+    let err = conn
+        .call(
+            ApiKey::Metadata,
+            1,
+            &RequestKind::Metadata(MetadataRequest::default()),
+        )
+        .unwrap_err();
+    let ClientError::Io(e) = err else {
+        panic!("an io error: {err}")
+    };
+    assert_eq!(e.kind(), std::io::ErrorKind::UnexpectedEof);
+}
+
+fn plain_login() -> Security {
+    Security {
+        tls: None,
+        sasl: Some(SaslLogin {
+            mechanism: "PLAIN".into(),
+            username: "alice".into(),
+            password: "secret".into(),
+        }),
+    }
+}
+
+#[test]
+fn sasl_plain_logs_in_before_the_first_request() {
+    let (port, broker) = broker(|seen| match &seen.request {
+        RequestKind::SaslHandshake(r) => {
+            assert_eq!(r.mechanism.as_str(), "PLAIN");
+            Answer::Response(
+                ResponseKind::SaslHandshake(SaslHandshakeResponse::default()),
+                None,
+            )
+        }
+        RequestKind::SaslAuthenticate(r) => {
+            assert_eq!(&r.auth_bytes[..], b"\0alice\0secret");
+            Answer::Response(
+                ResponseKind::SaslAuthenticate(SaslAuthenticateResponse::default()),
+                None,
+            )
+        }
+        _ => Answer::Response(ResponseKind::Metadata(MetadataResponse::default()), None),
+    });
+    let mut conn = BrokerConnection::connect("127.0.0.1", port, &options(plain_login())).unwrap();
+    conn.call(
+        ApiKey::Metadata,
+        1,
+        &RequestKind::Metadata(MetadataRequest::default()),
+    )
+    .unwrap();
+    drop(conn);
+    let seen = broker.join().unwrap();
+    let apis: Vec<ApiKey> = seen.iter().map(|(api, _)| *api).collect();
+    assert_eq!(
+        apis,
+        vec![
+            ApiKey::SaslHandshake,
+            ApiKey::SaslAuthenticate,
+            ApiKey::Metadata
+        ]
+    );
+}
+
+#[test]
+fn a_refused_login_carries_the_brokers_error_code() {
+    let (port, _broker) = broker(|seen| match seen.api {
+        ApiKey::SaslHandshake => Answer::Response(
+            ResponseKind::SaslHandshake(SaslHandshakeResponse::default()),
+            None,
+        ),
+        _ => Answer::Response(
+            ResponseKind::SaslAuthenticate(
+                SaslAuthenticateResponse::default()
+                    .with_error_code(58)
+                    .with_error_message(Some(StrBytes::from_static_str("bad password"))),
+            ),
+            None,
+        ),
+    });
+    let err = BrokerConnection::connect("127.0.0.1", port, &options(plain_login()))
+        .err()
+        .expect("refused");
+    assert!(err.is_authentication());
+    assert_eq!(err.error_code(), Some(58));
+    assert!(err.to_string().contains("bad password"), "{err}");
+}
+
+#[test]
+fn an_unknown_mechanism_shows_what_the_broker_takes() {
+    let (port, _broker) = broker(|_| {
+        Answer::Response(
+            ResponseKind::SaslHandshake(
+                SaslHandshakeResponse::default()
+                    .with_error_code(33)
+                    .with_mechanisms(vec![StrBytes::from_static_str("SCRAM-SHA-512")]),
+            ),
+            None,
+        )
+    });
+    let err = BrokerConnection::connect("127.0.0.1", port, &options(plain_login()))
+        .err()
+        .expect("refused");
+    assert_eq!(err.error_code(), Some(33));
+    assert!(err.to_string().contains("SCRAM-SHA-512"), "{err}");
+}
