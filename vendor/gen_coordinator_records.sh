@@ -100,7 +100,9 @@ for path in sys.argv[1:]:
         json.dump(own, open(path.replace(spec["name"], "ClassicMemberMetadata"), "w"), indent=2)
     json.dump(spec, open(path, "w"), indent=2)
 PY
-(cd "$WORK/protocol_codegen" && ls "$WORK"/json/*.json | xargs env CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$WORK/target} cargo run -q --release -- "$WORK/out/messages")
+(cd "$WORK/protocol_codegen" &&
+  CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$WORK/target} \
+    cargo run -q --release -- "$WORK/out/messages" "$WORK"/json/*.json)
 rustfmt --edition 2021 "$WORK"/out/messages/*.rs "$WORK/out/messages.rs"
 
 rm "$WORK"/out/messages/api_versions_*.rs
