@@ -3,19 +3,20 @@
 
 The shape is that of Kafka's own formatters since 3.8 (`{"key": {"type": T, "data":
 {...}}, "value": {"version": V, "data": {...}}}`, `"value": null` for a tombstone). The
-bytes are read by the group coordinator's own decoders (`kafkars.coordinator.group`), the
-code that writes them, and embedded subscriptions and assignments by the Rust codec: no
-second reading of these formats lives here.
+bytes are read by the coordinators' own decoders (`kafkars.coordinator.group` and
+`.transaction`, on the record messages generated from Kafka's schemas), the code that
+writes them, and embedded subscriptions and assignments by the Rust codec: no second
+reading of these formats lives here.
 """
 
 from __future__ import annotations
 
 import json
-import struct
 from typing import Any
 
 from kafkars.coordinator.group import consumer_group_records as kip848
 from kafkars.coordinator.group import records
+from kafkars.coordinator.transaction import records as txn_records
 
 OFFSET_KEY_TYPES = frozenset({0, 1})
 GROUP_METADATA_KEY_TYPE = 2
@@ -25,11 +26,11 @@ def record_type(key: bytes | None) -> int | None:
     """The int16 record type a key starts with, or None for a key too short to have one."""
     if key is None or len(key) < 2:
         return None
-    return int(struct.unpack_from(">h", key)[0])
+    return records.record_type(key)
 
 
 def _version(value: bytes) -> int:
-    return int(struct.unpack_from(">h", value)[0])
+    return records.record_type(value)  # a value starts with its int16 version the same way
 
 
 def _protocol_data(kind: str, data: bytes) -> Any:
@@ -167,7 +168,7 @@ def decode(key: bytes | None, value: bytes | None) -> dict[str, Any] | None:
             return _group(key, value)
         if kind in kip848.CONSUMER_GROUP_RECORD_TYPES:
             return _consumer_group(key, value)
-    except (struct.error, IndexError, UnicodeDecodeError, AssertionError) as e:
+    except (ValueError, AssertionError) as e:
         raise ValueError(f"record type {kind} does not decode: {e}") from None
     return None
 
@@ -181,7 +182,7 @@ def transaction_decoder_available() -> bool:
     """Whether this build's Rust codec reads `__transaction_state` records."""
     from kafkars import _core
 
-    return hasattr(_core.protocol, "decode_transaction_log_value")
+    return hasattr(_core.protocol, "decode_record")
 
 
 def _camel(name: str) -> str:
@@ -198,7 +199,7 @@ def decode_transaction(key: bytes | None, value: bytes | None) -> dict[str, Any]
     if key is None or not transaction_decoder_available():
         return None
     try:
-        txn_id = codec.decode_transaction_log_key(key)
+        txn_id = txn_records.read_key(key)
         if txn_id is None:
             return None
         out: dict[str, Any] = {
@@ -206,12 +207,14 @@ def decode_transaction(key: bytes | None, value: bytes | None) -> dict[str, Any]
             "value": None,
         }
         if value is not None:
-            version, fields = codec.decode_transaction_log_value(value)
+            version, fields = codec.decode_record("TransactionLogValue", value)
+            fields.pop("unknown_tagged_fields", None)
             data = {_camel(k): v for k, v in fields.items()}
             partitions = data.get("transactionPartitions")
             if partitions is not None:
                 data["transactionPartitions"] = [
-                    {"topic": t, "partitionIds": list(ids)} for t, ids in partitions
+                    {"topic": p["topic"], "partitionIds": list(p["partition_ids"])}
+                    for p in partitions
                 ]
             out["value"] = {"version": version, "data": _jsonable(data)}
     except Exception as e:  # the codec's own error type

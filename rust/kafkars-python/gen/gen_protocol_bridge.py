@@ -55,6 +55,9 @@ LEAF_TYPES = {
 # Newtypes defined in kafka_protocol::messages (referenced as `super::X`).
 NEWTYPE_RE = re.compile(r"^pub struct (\w+)\(pub (\w+)\);$", re.M)
 
+# The `data` messages' unknown tagged fields (see `parse_structs`).
+TAGGED_FIELDS_TYPE = "BTreeMap<i32, Bytes>"
+
 STRUCT_RE = re.compile(r"^pub struct (\w+) \{\n(.*?)^\}", re.M | re.S)
 FIELD_RE = re.compile(r"^    pub (\w+): (.+),$", re.M)
 
@@ -102,14 +105,17 @@ def check_type(ty: str, local: set[str], newtypes: set[str], where: str) -> None
     if m:
         check_type(m.group(2), local, newtypes, where)
         return
-    if ty in LEAF_TYPES or ty in local:
+    if ty in LEAF_TYPES or ty in local or ty == TAGGED_FIELDS_TYPE:
         return
     if ty.startswith("super::") and ty.removeprefix("super::") in newtypes:
         return
     sys.exit(f"gen_protocol_bridge: unknown field type {ty!r} in {where}")
 
 
-def parse_structs(src: Path, newtypes: set[str]) -> list[Struct]:
+def parse_structs(src: Path, newtypes: set[str], data_modules: set[str]) -> list[Struct]:
+    """Every struct of kafka-protocol's message modules. Those of `data` messages
+    (coordinator records) keep `unknown_tagged_fields` as a `{tag: bytes}` field: a
+    record may carry a tag the generator could not type (see vendor/README.md)."""
     structs: list[Struct] = []
     for path in sorted((src / "messages").glob("*.rs")):
         text = path.read_text()
@@ -123,7 +129,7 @@ def parse_structs(src: Path, newtypes: set[str]) -> list[Struct]:
             if len(re.findall(r"^    pub ", body, re.M)) != len(parsed):
                 sys.exit(f"gen_protocol_bridge: could not parse every field of {module}::{name}")
             for fname, fty in parsed:
-                if fname == "unknown_tagged_fields":
+                if fname == "unknown_tagged_fields" and module not in data_modules:
                     continue
                 check_type(fty, local, newtypes, f"{module}::{name}.{fname}")
                 is_records = fname == "records"
@@ -336,6 +342,8 @@ def attach_versions(src: Path, structs: list[Struct]) -> None:
             # A field `encode` never mentions belongs to versions past those kafka-protocol
             # encodes (e.g. InitProducerIdRequest.enable_2_pc, v6+): always dropped.
             for f in s.fields:
+                if f.name == "unknown_tagged_fields":
+                    continue
                 if not s.present[f.name] and f.name in refs:
                     sys.exit(f"gen_protocol_bridge: {where}::encode never writes {f.name}")
                 if not s.present[f.name]:
@@ -355,6 +363,57 @@ def parse_api_keys(text: str) -> list[str]:
     if not m:
         sys.exit("gen_protocol_bridge: enum ApiKey not found")
     return re.findall(r"^    (\w+) = \d+,$", m.group(1), re.M)
+
+
+def parse_data_messages(text: str, requests, responses) -> list[tuple[str, str]]:
+    """(module, name) of the top-level `data` messages: everything `messages.rs`
+    re-exports that is neither a request nor a response (coordinator records, consumer
+    protocol messages, headers)."""
+    kinds = {ty for _, ty in requests + responses}
+    return [(m, n) for m, n in re.findall(r"^pub use (\w+)::(\w+);$", text, re.M) if n not in kinds]
+
+
+def emit_data_dispatch(data: list[tuple[str, str]]) -> str:
+    enc = "\n".join(
+        f'        "{n}" => encode_data_as::<kp::messages::{m}::{n}>(obj, version, buf),'
+        for m, n in data
+    )
+    dec = "\n".join(
+        f'        "{n}" => decode_data_as::<kp::messages::{m}::{n}>(py, buf, version),'
+        for m, n in data
+    )
+    return f"""
+fn unknown_data(name: &str) -> PyErr {{
+    PyValueError::new_err(format!("no data message named {{name:?}}"))
+}}
+
+/// Encode the `data` message `name` (a coordinator record key or value, ...) from its
+/// dict at `version`, appending to `buf`.
+pub(crate) fn encode_data(
+    name: &str,
+    obj: &Bound<'_, PyAny>,
+    version: i16,
+    buf: &mut BytesMut,
+) -> PyResult<()> {{
+    match name {{
+{enc}
+        _ => Err(unknown_data(name)),
+    }}
+}}
+
+/// Decode the `data` message `name` at `version` from `buf` into its dict.
+pub(crate) fn decode_data<'py>(
+    py: Python<'py>,
+    name: &str,
+    buf: &mut bytes::Bytes,
+    version: i16,
+) -> PyResult<Bound<'py, PyAny>> {{
+    match name {{
+{dec}
+        _ => Err(unknown_data(name)),
+    }}
+}}
+"""
 
 
 def emit_struct(s: Struct) -> str:
@@ -652,20 +711,22 @@ HEADER = """\
 //
 // One `ToPy` (struct -> dict) and one `FromPy` (dict -> struct) impl per message struct,
 // a `ForVersion` impl per struct a response can contain (field versions read off
-// kafka-protocol's `encode` bodies), plus the RequestKind / ResponseKind dispatch.
+// kafka-protocol's `encode` bodies), plus the RequestKind / ResponseKind dispatch and
+// the by-name dispatch of the `data` messages (coordinator records).
 // Leaf types live in `types.rs`, record fields in `records.rs`.
 
+use bytes::BytesMut;
 use kafka_protocol as kp;
 use kafka_protocol::messages::{{ApiKey, RequestKind, ResponseKind}};
 use kafka_protocol::protocol::{{Encodable, Message, VersionRange}};
 use kafka_protocol::protocol::buf::ByteBufMut;
-use pyo3::exceptions::PyNotImplementedError;
+use pyo3::exceptions::{{PyNotImplementedError, PyValueError}};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use super::records;
-use super::{{ForVersion, FromPy, ToPy, for_each_field}};
+use super::{{ForVersion, FromPy, ToPy, decode_data_as, encode_data_as, for_each_field}};
 """
 
 
@@ -673,10 +734,11 @@ def main() -> None:
     src, version = kafka_protocol_src()
     messages_rs = (src / "messages.rs").read_text()
     newtypes = {name for name, _inner in NEWTYPE_RE.findall(messages_rs)}
-    structs = parse_structs(src, newtypes)
-    attach_versions(src, structs)
     requests = parse_enum(messages_rs, "RequestKind")
     responses = parse_enum(messages_rs, "ResponseKind")
+    data = parse_data_messages(messages_rs, requests, responses)
+    structs = parse_structs(src, newtypes, {m for m, _ in data})
+    attach_versions(src, structs)
     api_keys = parse_api_keys(messages_rs)
     known = {s.name for s in structs}
     for _, ty in requests + responses:
@@ -684,6 +746,7 @@ def main() -> None:
             sys.exit(f"gen_protocol_bridge: enum payload {ty} has no parsed struct")
     out = [HEADER.format(version=version)]
     out.append(emit_dispatch(requests, responses, api_keys))
+    out.append(emit_data_dispatch(data))
     out.extend(emit_struct(s) for s in structs)
     local: dict[str, set[str]] = {}
     for s in structs:
@@ -709,6 +772,7 @@ def main() -> None:
     print(
         f"wrote {OUTPUT.relative_to(CRATE_DIR.parent.parent)}: {len(structs)} structs, "
         f"{len(requests)} requests, {len(responses)} responses, {len(api_keys)} api keys, "
+        f"{len(data)} data messages, "
         f"{len(sanitized)} ForVersion impls"
     )
 

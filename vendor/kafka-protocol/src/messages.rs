@@ -52,6 +52,63 @@ pub use snapshot_header_record::SnapshotHeaderRecord;
 pub mod voters_record;
 pub use voters_record::VotersRecord;
 
+pub mod classic_member_metadata;
+pub use classic_member_metadata::ClassicMemberMetadata;
+
+pub mod consumer_group_current_member_assignment_key;
+pub use consumer_group_current_member_assignment_key::ConsumerGroupCurrentMemberAssignmentKey;
+
+pub mod consumer_group_current_member_assignment_value;
+pub use consumer_group_current_member_assignment_value::ConsumerGroupCurrentMemberAssignmentValue;
+
+pub mod consumer_group_member_metadata_key;
+pub use consumer_group_member_metadata_key::ConsumerGroupMemberMetadataKey;
+
+pub mod consumer_group_member_metadata_value;
+pub use consumer_group_member_metadata_value::ConsumerGroupMemberMetadataValue;
+
+pub mod consumer_group_metadata_key;
+pub use consumer_group_metadata_key::ConsumerGroupMetadataKey;
+
+pub mod consumer_group_metadata_value;
+pub use consumer_group_metadata_value::ConsumerGroupMetadataValue;
+
+pub mod consumer_group_partition_metadata_key;
+pub use consumer_group_partition_metadata_key::ConsumerGroupPartitionMetadataKey;
+
+pub mod consumer_group_partition_metadata_value;
+pub use consumer_group_partition_metadata_value::ConsumerGroupPartitionMetadataValue;
+
+pub mod consumer_group_target_assignment_member_key;
+pub use consumer_group_target_assignment_member_key::ConsumerGroupTargetAssignmentMemberKey;
+
+pub mod consumer_group_target_assignment_member_value;
+pub use consumer_group_target_assignment_member_value::ConsumerGroupTargetAssignmentMemberValue;
+
+pub mod consumer_group_target_assignment_metadata_key;
+pub use consumer_group_target_assignment_metadata_key::ConsumerGroupTargetAssignmentMetadataKey;
+
+pub mod consumer_group_target_assignment_metadata_value;
+pub use consumer_group_target_assignment_metadata_value::ConsumerGroupTargetAssignmentMetadataValue;
+
+pub mod group_metadata_key;
+pub use group_metadata_key::GroupMetadataKey;
+
+pub mod group_metadata_value;
+pub use group_metadata_value::GroupMetadataValue;
+
+pub mod offset_commit_key;
+pub use offset_commit_key::OffsetCommitKey;
+
+pub mod offset_commit_value;
+pub use offset_commit_value::OffsetCommitValue;
+
+pub mod transaction_log_key;
+pub use transaction_log_key::TransactionLogKey;
+
+pub mod transaction_log_value;
+pub use transaction_log_value::TransactionLogValue;
+
 pub mod produce_request;
 pub use produce_request::ProduceRequest;
 

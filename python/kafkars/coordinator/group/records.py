@@ -1,5 +1,9 @@
 """The `__consumer_offsets` record formats, as Kafka's group coordinator writes them.
 
+The formats are Kafka's schemas (`OffsetCommitKey`, `GroupMetadataValue`, ...) generated
+into kafka-protocol and encoded by `_core.protocol.encode_record` (see vendor/README.md);
+this module maps them to the coordinator's own types.
+
 Every key starts with an int16 record type (Kafka calls it the key version): 0 and 1 are
 `OffsetCommitKey`, 2 is `GroupMetadataKey`. Values carry their own int16 version. We
 write OffsetCommitValue v3 (v1 when the commit asked for an explicit retention) and
@@ -10,10 +14,10 @@ tombstone: the offset or group is gone once compaction runs.
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 from typing import Any
 
+from kafkars import _core
 from kafkars.coordinator.group.group_metadata import (
     GroupMetadata,
     GroupState,
@@ -37,74 +41,6 @@ def partition_for(group_id: str, num_partitions: int) -> int:
     return (h & 0x7FFFFFFF) % num_partitions
 
 
-# -- primitive writers/readers (Kafka's non-flexible encoding) ------------------------------
-class _Writer:
-    def __init__(self) -> None:
-        self.parts: list[bytes] = []
-
-    def int16(self, v: int) -> _Writer:
-        self.parts.append(struct.pack(">h", v))
-        return self
-
-    def int32(self, v: int) -> _Writer:
-        self.parts.append(struct.pack(">i", v))
-        return self
-
-    def int64(self, v: int) -> _Writer:
-        self.parts.append(struct.pack(">q", v))
-        return self
-
-    def string(self, v: str | None) -> _Writer:
-        if v is None:
-            return self.int16(-1)
-        data = v.encode()
-        self.int16(len(data))
-        self.parts.append(data)
-        return self
-
-    def bytes_(self, v: bytes) -> _Writer:
-        self.int32(len(v))
-        self.parts.append(bytes(v))
-        return self
-
-    def done(self) -> bytes:
-        return b"".join(self.parts)
-
-
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.pos = 0
-
-    def _unpack(self, fmt: str, size: int) -> int:
-        (v,) = struct.unpack_from(fmt, self.data, self.pos)
-        self.pos += size
-        return int(v)
-
-    def int16(self) -> int:
-        return self._unpack(">h", 2)
-
-    def int32(self) -> int:
-        return self._unpack(">i", 4)
-
-    def int64(self) -> int:
-        return self._unpack(">q", 8)
-
-    def string(self) -> str | None:
-        n = self.int16()
-        if n < 0:
-            return None
-        v = self.data[self.pos : self.pos + n].decode()
-        self.pos += n
-        return v
-
-    def bytes_(self) -> bytes:
-        n = self.int32()
-        v = self.data[self.pos : self.pos + max(n, 0)]
-        self.pos += max(n, 0)
-        return bytes(v)
-
-
 # -- keys ------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class OffsetKey:
@@ -119,83 +55,102 @@ class GroupKey:
 
 
 def offset_commit_key(group: str, topic: str, partition: int) -> bytes:
-    w = _Writer().int16(OFFSET_COMMIT_KEY_VERSION).string(group).string(topic)
-    return w.int32(partition).done()
+    return _core.protocol.encode_record(
+        "OffsetCommitKey",
+        OFFSET_COMMIT_KEY_VERSION,
+        {"group": group, "topic": topic, "partition": partition},
+    )
 
 
 def group_metadata_key(group: str) -> bytes:
-    return _Writer().int16(GROUP_METADATA_KEY_VERSION).string(group).done()
+    return _core.protocol.encode_record(
+        "GroupMetadataKey", GROUP_METADATA_KEY_VERSION, {"group": group}
+    )
+
+
+def record_type(data: bytes) -> int:
+    """The int16 record type a key starts with (Kafka calls it the key version)."""
+    if len(data) < 2:
+        raise ValueError("key shorter than its record type")
+    return int.from_bytes(data[:2], "big", signed=True)
 
 
 def read_key(data: bytes) -> OffsetKey | GroupKey | None:
     """The key, or None for record types this coordinator does not own (KIP-848 etc.)."""
-    r = _Reader(data)
-    version = r.int16()
-    if version in (0, 1):
-        return OffsetKey(r.string() or "", r.string() or "", r.int32())
-    if version == 2:
-        return GroupKey(r.string() or "")
+    kind = record_type(data)
+    if kind in (0, 1):
+        _, k = _core.protocol.decode_record("OffsetCommitKey", data)
+        return OffsetKey(k["group"], k["topic"], k["partition"])
+    if kind == 2:
+        _, k = _core.protocol.decode_record("GroupMetadataKey", data)
+        return GroupKey(k["group"])
     return None
 
 
 # -- values ----------------------------------------------------------------------------------
 def offset_commit_value(o: OffsetAndMetadata) -> bytes:
     if o.expire_timestamp is not None:
-        w = _Writer().int16(1).int64(o.offset).string(o.metadata)
-        return w.int64(o.commit_timestamp).int64(o.expire_timestamp).done()
-    w = _Writer().int16(OFFSET_COMMIT_VALUE_VERSION).int64(o.offset).int32(o.leader_epoch)
-    return w.string(o.metadata).int64(o.commit_timestamp).done()
+        fields = {"offset": o.offset, "metadata": o.metadata}
+        fields |= {"commit_timestamp": o.commit_timestamp, "expire_timestamp": o.expire_timestamp}
+        return _core.protocol.encode_record("OffsetCommitValue", 1, fields)
+    fields = {"offset": o.offset, "leader_epoch": o.leader_epoch, "metadata": o.metadata}
+    fields["commit_timestamp"] = o.commit_timestamp
+    return _core.protocol.encode_record("OffsetCommitValue", OFFSET_COMMIT_VALUE_VERSION, fields)
 
 
 def read_offset_commit_value(data: bytes) -> OffsetAndMetadata:
-    r = _Reader(data)
-    version = r.int16()
-    if version > 3:
-        raise ValueError(f"OffsetCommitValue v{version} is not supported")
-    offset = r.int64()
-    epoch = r.int32() if version >= 3 else -1
-    metadata = r.string() or ""
-    commit_ts = r.int64()
-    expire = r.int64() if version == 1 else None
-    return OffsetAndMetadata(offset, epoch, metadata, commit_ts, expire)
+    version, v = _core.protocol.decode_record("OffsetCommitValue", data)
+    expire = v["expire_timestamp"] if version == 1 else None
+    return OffsetAndMetadata(
+        v["offset"], v["leader_epoch"], v["metadata"], v["commit_timestamp"], expire
+    )
 
 
 def group_metadata_value(group: GroupMetadata, assignment: dict[str, bytes]) -> bytes:
-    w = _Writer().int16(GROUP_METADATA_VALUE_VERSION)
-    w.string(group.protocol_type or "").int32(group.generation_id)
-    w.string(group.protocol_name).string(group.leader_id)
-    w.int64(group.current_state_timestamp if group.current_state_timestamp is not None else -1)
     members = list(group.members.values()) if group.protocol_name else []
-    w.int32(len(members))
-    for m in members:
-        w.string(m.member_id).string(m.group_instance_id).string(m.client_id)
-        w.string(m.client_host).int32(m.rebalance_timeout_ms).int32(m.session_timeout_ms)
-        w.bytes_(m.metadata(group.protocol_name or ""))
-        w.bytes_(assignment.get(m.member_id, b""))
-    return w.done()
+    state_ts = group.current_state_timestamp
+    fields = {
+        "protocol_type": group.protocol_type or "",
+        "generation": group.generation_id,
+        "protocol": group.protocol_name,
+        "leader": group.leader_id,
+        "current_state_timestamp": -1 if state_ts is None else state_ts,
+        "members": [
+            {
+                "member_id": m.member_id,
+                "group_instance_id": m.group_instance_id,
+                "client_id": m.client_id,
+                "client_host": m.client_host,
+                "rebalance_timeout": m.rebalance_timeout_ms,
+                "session_timeout": m.session_timeout_ms,
+                "subscription": m.metadata(group.protocol_name or ""),
+                "assignment": assignment.get(m.member_id, b""),
+            }
+            for m in members
+        ],
+    }
+    return _core.protocol.encode_record("GroupMetadataValue", GROUP_METADATA_VALUE_VERSION, fields)
 
 
 def read_group_metadata_value(group_id: str, data: bytes) -> GroupMetadata:
     """A loaded group: Empty without members, else Stable with the stored assignment."""
-    r = _Reader(data)
-    version = r.int16()
-    if version > 3:
-        raise ValueError(f"GroupMetadataValue v{version} is not supported")
-    protocol_type = r.string() or ""
-    generation = r.int32()
-    protocol = r.string()
-    leader = r.string()
-    state_ts = r.int64() if version >= 2 else -1
+    version, v = _core.protocol.decode_record("GroupMetadataValue", data)
+    protocol_type = v["protocol_type"]
+    generation = v["generation"]
+    protocol = v["protocol"]
+    leader = v["leader"]
+    state_ts = v["current_state_timestamp"]
     members: list[MemberMetadata] = []
-    for _ in range(r.int32()):
-        member_id = r.string() or ""
-        instance_id = r.string() if version >= 3 else None
-        client_id = r.string() or ""
-        client_host = r.string() or ""
-        rebalance_timeout = r.int32() if version >= 1 else 0
-        session_timeout = r.int32()
-        subscription = r.bytes_()
-        assignment = r.bytes_()
+    for m in v["members"]:
+        member_id = m["member_id"]
+        instance_id = m["group_instance_id"]
+        client_id = m["client_id"]
+        client_host = m["client_host"]
+        # v0 has no rebalance timeout: the session timeout stands in for it.
+        rebalance_timeout = m["rebalance_timeout"] if version >= 1 else 0
+        session_timeout = m["session_timeout"]
+        subscription = bytes(m["subscription"])
+        assignment = bytes(m["assignment"])
         members.append(
             MemberMetadata(
                 member_id=member_id,

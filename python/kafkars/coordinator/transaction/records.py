@@ -1,4 +1,6 @@
-"""The `__transaction_state` records, encoded by the Rust core in Kafka's formats.
+"""The `__transaction_state` records, in Kafka's formats: `TransactionLogKey` and
+`TransactionLogValue`, messages generated from Kafka's schemas into kafka-protocol and
+encoded by `_core.protocol.encode_record` (see vendor/README.md).
 
 Key: record type 0 (`TransactionLogKey`) and the transactional id. Value:
 `TransactionLogValue` v0, what Kafka 3.9/4.0 write without transaction version 2 (v1
@@ -17,25 +19,41 @@ from kafkars.coordinator.transaction.transaction_metadata import (
     TransactionState,
 )
 
+TRANSACTION_LOG_KEY_VERSION = 0  # Kafka's record type of the key
 TRANSACTION_LOG_VALUE_VERSION = 0
 
-__all__ = ["key", "partition_for", "read_key", "read_value", "value"]
+__all__ = ["key", "partition_for", "read_key", "read_value", "record_type", "value"]
 
 
 def key(transactional_id: str) -> bytes:
-    return _core.protocol.encode_transaction_log_key(transactional_id)
+    return _core.protocol.encode_record(
+        "TransactionLogKey", TRANSACTION_LOG_KEY_VERSION, {"transactional_id": transactional_id}
+    )
+
+
+def record_type(data: bytes) -> int:
+    """The int16 record type a key starts with."""
+    if len(data) < 2:
+        raise ValueError("key shorter than its record type")
+    return int.from_bytes(data[:2], "big", signed=True)
 
 
 def read_key(data: bytes) -> str | None:
     """The transactional id, or None for a record type this coordinator does not own."""
-    return _core.protocol.decode_transaction_log_key(data)
+    if record_type(data) != TRANSACTION_LOG_KEY_VERSION:
+        return None
+    _, k = _core.protocol.decode_record("TransactionLogKey", data)
+    return str(k["transactional_id"])
 
 
 def value(txn: TransactionMetadata) -> bytes:
     """The stored form of `txn` (an Empty transaction has no partitions, as Kafka
     requires; others list theirs)."""
-    partitions = None if txn.state is TransactionState.EMPTY else txn.topics()
-    return _core.protocol.encode_transaction_log_value(
+    partitions = None
+    if txn.state is not TransactionState.EMPTY:
+        partitions = [{"topic": t, "partition_ids": ids} for t, ids in txn.topics()]
+    return _core.protocol.encode_record(
+        "TransactionLogValue",
         TRANSACTION_LOG_VALUE_VERSION,
         {
             "producer_id": txn.producer_id,
@@ -50,12 +68,12 @@ def value(txn: TransactionMetadata) -> bytes:
 
 
 def read_value(transactional_id: str, data: bytes) -> TransactionMetadata:
-    _, v = _core.protocol.decode_transaction_log_value(data)
+    _, v = _core.protocol.decode_record("TransactionLogValue", data)
     state = TransactionState.from_id(v["transaction_status"])
     partitions: set[tuple[str, int]] = set()
     if state is not TransactionState.EMPTY:
-        for topic, ids in v["transaction_partitions"] or []:
-            partitions.update((topic, p) for p in ids)
+        for t in v["transaction_partitions"] or []:
+            partitions.update((t["topic"], p) for p in t["partition_ids"])
     return TransactionMetadata(
         transactional_id=transactional_id,
         producer_id=v["producer_id"],

@@ -4,20 +4,22 @@
 //
 // One `ToPy` (struct -> dict) and one `FromPy` (dict -> struct) impl per message struct,
 // a `ForVersion` impl per struct a response can contain (field versions read off
-// kafka-protocol's `encode` bodies), plus the RequestKind / ResponseKind dispatch.
+// kafka-protocol's `encode` bodies), plus the RequestKind / ResponseKind dispatch and
+// the by-name dispatch of the `data` messages (coordinator records).
 // Leaf types live in `types.rs`, record fields in `records.rs`.
 
+use bytes::BytesMut;
 use kafka_protocol as kp;
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
 use kafka_protocol::protocol::buf::ByteBufMut;
 use kafka_protocol::protocol::{Encodable, Message, VersionRange};
-use pyo3::exceptions::PyNotImplementedError;
+use pyo3::exceptions::{PyNotImplementedError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use super::records;
-use super::{ForVersion, FromPy, ToPy, for_each_field};
+use super::{ForVersion, FromPy, ToPy, decode_data_as, encode_data_as, for_each_field};
 
 const UNKNOWN_KIND: &str = "message kind unknown to the protocol bridge; regenerate generated.rs";
 
@@ -1159,6 +1161,95 @@ pub(crate) fn api_key_name(api_key: ApiKey) -> &'static str {
         ApiKey::DescribeShareGroupOffsets => "DescribeShareGroupOffsets",
         ApiKey::AlterShareGroupOffsets => "AlterShareGroupOffsets",
         ApiKey::DeleteShareGroupOffsets => "DeleteShareGroupOffsets",
+    }
+}
+
+fn unknown_data(name: &str) -> PyErr {
+    PyValueError::new_err(format!("no data message named {name:?}"))
+}
+
+/// Encode the `data` message `name` (a coordinator record key or value, ...) from its
+/// dict at `version`, appending to `buf`.
+pub(crate) fn encode_data(
+    name: &str,
+    obj: &Bound<'_, PyAny>,
+    version: i16,
+    buf: &mut BytesMut,
+) -> PyResult<()> {
+    match name {
+        "ConsumerProtocolAssignment" => encode_data_as::<kp::messages::consumer_protocol_assignment::ConsumerProtocolAssignment>(obj, version, buf),
+        "ConsumerProtocolSubscription" => encode_data_as::<kp::messages::consumer_protocol_subscription::ConsumerProtocolSubscription>(obj, version, buf),
+        "DefaultPrincipalData" => encode_data_as::<kp::messages::default_principal_data::DefaultPrincipalData>(obj, version, buf),
+        "EndTxnMarker" => encode_data_as::<kp::messages::end_txn_marker::EndTxnMarker>(obj, version, buf),
+        "KRaftVersionRecord" => encode_data_as::<kp::messages::k_raft_version_record::KRaftVersionRecord>(obj, version, buf),
+        "LeaderChangeMessage" => encode_data_as::<kp::messages::leader_change_message::LeaderChangeMessage>(obj, version, buf),
+        "RequestHeader" => encode_data_as::<kp::messages::request_header::RequestHeader>(obj, version, buf),
+        "ResponseHeader" => encode_data_as::<kp::messages::response_header::ResponseHeader>(obj, version, buf),
+        "SnapshotFooterRecord" => encode_data_as::<kp::messages::snapshot_footer_record::SnapshotFooterRecord>(obj, version, buf),
+        "SnapshotHeaderRecord" => encode_data_as::<kp::messages::snapshot_header_record::SnapshotHeaderRecord>(obj, version, buf),
+        "VotersRecord" => encode_data_as::<kp::messages::voters_record::VotersRecord>(obj, version, buf),
+        "ClassicMemberMetadata" => encode_data_as::<kp::messages::classic_member_metadata::ClassicMemberMetadata>(obj, version, buf),
+        "ConsumerGroupCurrentMemberAssignmentKey" => encode_data_as::<kp::messages::consumer_group_current_member_assignment_key::ConsumerGroupCurrentMemberAssignmentKey>(obj, version, buf),
+        "ConsumerGroupCurrentMemberAssignmentValue" => encode_data_as::<kp::messages::consumer_group_current_member_assignment_value::ConsumerGroupCurrentMemberAssignmentValue>(obj, version, buf),
+        "ConsumerGroupMemberMetadataKey" => encode_data_as::<kp::messages::consumer_group_member_metadata_key::ConsumerGroupMemberMetadataKey>(obj, version, buf),
+        "ConsumerGroupMemberMetadataValue" => encode_data_as::<kp::messages::consumer_group_member_metadata_value::ConsumerGroupMemberMetadataValue>(obj, version, buf),
+        "ConsumerGroupMetadataKey" => encode_data_as::<kp::messages::consumer_group_metadata_key::ConsumerGroupMetadataKey>(obj, version, buf),
+        "ConsumerGroupMetadataValue" => encode_data_as::<kp::messages::consumer_group_metadata_value::ConsumerGroupMetadataValue>(obj, version, buf),
+        "ConsumerGroupPartitionMetadataKey" => encode_data_as::<kp::messages::consumer_group_partition_metadata_key::ConsumerGroupPartitionMetadataKey>(obj, version, buf),
+        "ConsumerGroupPartitionMetadataValue" => encode_data_as::<kp::messages::consumer_group_partition_metadata_value::ConsumerGroupPartitionMetadataValue>(obj, version, buf),
+        "ConsumerGroupTargetAssignmentMemberKey" => encode_data_as::<kp::messages::consumer_group_target_assignment_member_key::ConsumerGroupTargetAssignmentMemberKey>(obj, version, buf),
+        "ConsumerGroupTargetAssignmentMemberValue" => encode_data_as::<kp::messages::consumer_group_target_assignment_member_value::ConsumerGroupTargetAssignmentMemberValue>(obj, version, buf),
+        "ConsumerGroupTargetAssignmentMetadataKey" => encode_data_as::<kp::messages::consumer_group_target_assignment_metadata_key::ConsumerGroupTargetAssignmentMetadataKey>(obj, version, buf),
+        "ConsumerGroupTargetAssignmentMetadataValue" => encode_data_as::<kp::messages::consumer_group_target_assignment_metadata_value::ConsumerGroupTargetAssignmentMetadataValue>(obj, version, buf),
+        "GroupMetadataKey" => encode_data_as::<kp::messages::group_metadata_key::GroupMetadataKey>(obj, version, buf),
+        "GroupMetadataValue" => encode_data_as::<kp::messages::group_metadata_value::GroupMetadataValue>(obj, version, buf),
+        "OffsetCommitKey" => encode_data_as::<kp::messages::offset_commit_key::OffsetCommitKey>(obj, version, buf),
+        "OffsetCommitValue" => encode_data_as::<kp::messages::offset_commit_value::OffsetCommitValue>(obj, version, buf),
+        "TransactionLogKey" => encode_data_as::<kp::messages::transaction_log_key::TransactionLogKey>(obj, version, buf),
+        "TransactionLogValue" => encode_data_as::<kp::messages::transaction_log_value::TransactionLogValue>(obj, version, buf),
+        _ => Err(unknown_data(name)),
+    }
+}
+
+/// Decode the `data` message `name` at `version` from `buf` into its dict.
+pub(crate) fn decode_data<'py>(
+    py: Python<'py>,
+    name: &str,
+    buf: &mut bytes::Bytes,
+    version: i16,
+) -> PyResult<Bound<'py, PyAny>> {
+    match name {
+        "ConsumerProtocolAssignment" => decode_data_as::<kp::messages::consumer_protocol_assignment::ConsumerProtocolAssignment>(py, buf, version),
+        "ConsumerProtocolSubscription" => decode_data_as::<kp::messages::consumer_protocol_subscription::ConsumerProtocolSubscription>(py, buf, version),
+        "DefaultPrincipalData" => decode_data_as::<kp::messages::default_principal_data::DefaultPrincipalData>(py, buf, version),
+        "EndTxnMarker" => decode_data_as::<kp::messages::end_txn_marker::EndTxnMarker>(py, buf, version),
+        "KRaftVersionRecord" => decode_data_as::<kp::messages::k_raft_version_record::KRaftVersionRecord>(py, buf, version),
+        "LeaderChangeMessage" => decode_data_as::<kp::messages::leader_change_message::LeaderChangeMessage>(py, buf, version),
+        "RequestHeader" => decode_data_as::<kp::messages::request_header::RequestHeader>(py, buf, version),
+        "ResponseHeader" => decode_data_as::<kp::messages::response_header::ResponseHeader>(py, buf, version),
+        "SnapshotFooterRecord" => decode_data_as::<kp::messages::snapshot_footer_record::SnapshotFooterRecord>(py, buf, version),
+        "SnapshotHeaderRecord" => decode_data_as::<kp::messages::snapshot_header_record::SnapshotHeaderRecord>(py, buf, version),
+        "VotersRecord" => decode_data_as::<kp::messages::voters_record::VotersRecord>(py, buf, version),
+        "ClassicMemberMetadata" => decode_data_as::<kp::messages::classic_member_metadata::ClassicMemberMetadata>(py, buf, version),
+        "ConsumerGroupCurrentMemberAssignmentKey" => decode_data_as::<kp::messages::consumer_group_current_member_assignment_key::ConsumerGroupCurrentMemberAssignmentKey>(py, buf, version),
+        "ConsumerGroupCurrentMemberAssignmentValue" => decode_data_as::<kp::messages::consumer_group_current_member_assignment_value::ConsumerGroupCurrentMemberAssignmentValue>(py, buf, version),
+        "ConsumerGroupMemberMetadataKey" => decode_data_as::<kp::messages::consumer_group_member_metadata_key::ConsumerGroupMemberMetadataKey>(py, buf, version),
+        "ConsumerGroupMemberMetadataValue" => decode_data_as::<kp::messages::consumer_group_member_metadata_value::ConsumerGroupMemberMetadataValue>(py, buf, version),
+        "ConsumerGroupMetadataKey" => decode_data_as::<kp::messages::consumer_group_metadata_key::ConsumerGroupMetadataKey>(py, buf, version),
+        "ConsumerGroupMetadataValue" => decode_data_as::<kp::messages::consumer_group_metadata_value::ConsumerGroupMetadataValue>(py, buf, version),
+        "ConsumerGroupPartitionMetadataKey" => decode_data_as::<kp::messages::consumer_group_partition_metadata_key::ConsumerGroupPartitionMetadataKey>(py, buf, version),
+        "ConsumerGroupPartitionMetadataValue" => decode_data_as::<kp::messages::consumer_group_partition_metadata_value::ConsumerGroupPartitionMetadataValue>(py, buf, version),
+        "ConsumerGroupTargetAssignmentMemberKey" => decode_data_as::<kp::messages::consumer_group_target_assignment_member_key::ConsumerGroupTargetAssignmentMemberKey>(py, buf, version),
+        "ConsumerGroupTargetAssignmentMemberValue" => decode_data_as::<kp::messages::consumer_group_target_assignment_member_value::ConsumerGroupTargetAssignmentMemberValue>(py, buf, version),
+        "ConsumerGroupTargetAssignmentMetadataKey" => decode_data_as::<kp::messages::consumer_group_target_assignment_metadata_key::ConsumerGroupTargetAssignmentMetadataKey>(py, buf, version),
+        "ConsumerGroupTargetAssignmentMetadataValue" => decode_data_as::<kp::messages::consumer_group_target_assignment_metadata_value::ConsumerGroupTargetAssignmentMetadataValue>(py, buf, version),
+        "GroupMetadataKey" => decode_data_as::<kp::messages::group_metadata_key::GroupMetadataKey>(py, buf, version),
+        "GroupMetadataValue" => decode_data_as::<kp::messages::group_metadata_value::GroupMetadataValue>(py, buf, version),
+        "OffsetCommitKey" => decode_data_as::<kp::messages::offset_commit_key::OffsetCommitKey>(py, buf, version),
+        "OffsetCommitValue" => decode_data_as::<kp::messages::offset_commit_value::OffsetCommitValue>(py, buf, version),
+        "TransactionLogKey" => decode_data_as::<kp::messages::transaction_log_key::TransactionLogKey>(py, buf, version),
+        "TransactionLogValue" => decode_data_as::<kp::messages::transaction_log_value::TransactionLogValue>(py, buf, version),
+        _ => Err(unknown_data(name)),
     }
 }
 
@@ -4066,6 +4157,174 @@ impl FromPy for kp::messages::broker_registration_response::BrokerRegistrationRe
     }
 }
 
+impl ToPy for kp::messages::classic_member_metadata::ClassicMemberMetadata {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(
+            intern!(py, "session_timeout_ms"),
+            self.session_timeout_ms.to_py(py)?,
+        )?;
+        dict.set_item(
+            intern!(py, "supported_protocols"),
+            self.supported_protocols.to_py(py)?,
+        )?;
+        dict.set_item(
+            intern!(py, "unknown_tagged_fields"),
+            self.unknown_tagged_fields.to_py(py)?,
+        )?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy for kp::messages::classic_member_metadata::ClassicMemberMetadata {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(
+            obj,
+            "ClassicMemberMetadata",
+            &[
+                "session_timeout_ms",
+                "supported_protocols",
+                "unknown_tagged_fields",
+            ],
+            |key, value| {
+                match key {
+                    "session_timeout_ms" => out.session_timeout_ms = FromPy::from_py(value)?,
+                    "supported_protocols" => out.supported_protocols = FromPy::from_py(value)?,
+                    "unknown_tagged_fields" => out.unknown_tagged_fields = FromPy::from_py(value)?,
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(out)
+    }
+}
+
+impl ToPy for kp::messages::classic_member_metadata::ClassicProtocol {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(intern!(py, "name"), self.name.to_py(py)?)?;
+        dict.set_item(intern!(py, "metadata"), self.metadata.to_py(py)?)?;
+        dict.set_item(
+            intern!(py, "unknown_tagged_fields"),
+            self.unknown_tagged_fields.to_py(py)?,
+        )?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy for kp::messages::classic_member_metadata::ClassicProtocol {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(
+            obj,
+            "ClassicProtocol",
+            &["name", "metadata", "unknown_tagged_fields"],
+            |key, value| {
+                match key {
+                    "name" => out.name = FromPy::from_py(value)?,
+                    "metadata" => out.metadata = FromPy::from_py(value)?,
+                    "unknown_tagged_fields" => out.unknown_tagged_fields = FromPy::from_py(value)?,
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(out)
+    }
+}
+
+impl ToPy for kp::messages::consumer_group_current_member_assignment_key::ConsumerGroupCurrentMemberAssignmentKey {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(intern!(py, "group_id"), self.group_id.to_py(py)?)?;
+        dict.set_item(intern!(py, "member_id"), self.member_id.to_py(py)?)?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy for kp::messages::consumer_group_current_member_assignment_key::ConsumerGroupCurrentMemberAssignmentKey {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(obj, "ConsumerGroupCurrentMemberAssignmentKey", &["group_id", "member_id"], |key, value| {
+            match key {
+                "group_id" => out.group_id = FromPy::from_py(value)?,
+                "member_id" => out.member_id = FromPy::from_py(value)?,
+                _ => return Ok(false),
+            }
+            Ok(true)
+        })?;
+        Ok(out)
+    }
+}
+
+impl ToPy for kp::messages::consumer_group_current_member_assignment_value::ConsumerGroupCurrentMemberAssignmentValue {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(intern!(py, "member_epoch"), self.member_epoch.to_py(py)?)?;
+        dict.set_item(intern!(py, "previous_member_epoch"), self.previous_member_epoch.to_py(py)?)?;
+        dict.set_item(intern!(py, "state"), self.state.to_py(py)?)?;
+        dict.set_item(intern!(py, "assigned_partitions"), self.assigned_partitions.to_py(py)?)?;
+        dict.set_item(intern!(py, "partitions_pending_revocation"), self.partitions_pending_revocation.to_py(py)?)?;
+        dict.set_item(intern!(py, "unknown_tagged_fields"), self.unknown_tagged_fields.to_py(py)?)?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy for kp::messages::consumer_group_current_member_assignment_value::ConsumerGroupCurrentMemberAssignmentValue {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(obj, "ConsumerGroupCurrentMemberAssignmentValue", &["member_epoch", "previous_member_epoch", "state", "assigned_partitions", "partitions_pending_revocation", "unknown_tagged_fields"], |key, value| {
+            match key {
+                "member_epoch" => out.member_epoch = FromPy::from_py(value)?,
+                "previous_member_epoch" => out.previous_member_epoch = FromPy::from_py(value)?,
+                "state" => out.state = FromPy::from_py(value)?,
+                "assigned_partitions" => out.assigned_partitions = FromPy::from_py(value)?,
+                "partitions_pending_revocation" => out.partitions_pending_revocation = FromPy::from_py(value)?,
+                "unknown_tagged_fields" => out.unknown_tagged_fields = FromPy::from_py(value)?,
+                _ => return Ok(false),
+            }
+            Ok(true)
+        })?;
+        Ok(out)
+    }
+}
+
+impl ToPy for kp::messages::consumer_group_current_member_assignment_value::TopicPartitions {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(intern!(py, "topic_id"), self.topic_id.to_py(py)?)?;
+        dict.set_item(intern!(py, "partitions"), self.partitions.to_py(py)?)?;
+        dict.set_item(
+            intern!(py, "unknown_tagged_fields"),
+            self.unknown_tagged_fields.to_py(py)?,
+        )?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy for kp::messages::consumer_group_current_member_assignment_value::TopicPartitions {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(
+            obj,
+            "TopicPartitions",
+            &["topic_id", "partitions", "unknown_tagged_fields"],
+            |key, value| {
+                match key {
+                    "topic_id" => out.topic_id = FromPy::from_py(value)?,
+                    "partitions" => out.partitions = FromPy::from_py(value)?,
+                    "unknown_tagged_fields" => out.unknown_tagged_fields = FromPy::from_py(value)?,
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(out)
+    }
+}
+
 impl ToPy for kp::messages::consumer_group_describe_request::ConsumerGroupDescribeRequest {
     fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let dict = PyDict::new(py);
@@ -4526,6 +4785,447 @@ impl FromPy for kp::messages::consumer_group_heartbeat_response::TopicPartitions
                 Ok(true)
             },
         )?;
+        Ok(out)
+    }
+}
+
+impl ToPy for kp::messages::consumer_group_member_metadata_key::ConsumerGroupMemberMetadataKey {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(intern!(py, "group_id"), self.group_id.to_py(py)?)?;
+        dict.set_item(intern!(py, "member_id"), self.member_id.to_py(py)?)?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy for kp::messages::consumer_group_member_metadata_key::ConsumerGroupMemberMetadataKey {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(
+            obj,
+            "ConsumerGroupMemberMetadataKey",
+            &["group_id", "member_id"],
+            |key, value| {
+                match key {
+                    "group_id" => out.group_id = FromPy::from_py(value)?,
+                    "member_id" => out.member_id = FromPy::from_py(value)?,
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(out)
+    }
+}
+
+impl ToPy for kp::messages::consumer_group_member_metadata_value::ConsumerGroupMemberMetadataValue {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(intern!(py, "instance_id"), self.instance_id.to_py(py)?)?;
+        dict.set_item(intern!(py, "rack_id"), self.rack_id.to_py(py)?)?;
+        dict.set_item(intern!(py, "client_id"), self.client_id.to_py(py)?)?;
+        dict.set_item(intern!(py, "client_host"), self.client_host.to_py(py)?)?;
+        dict.set_item(
+            intern!(py, "subscribed_topic_names"),
+            self.subscribed_topic_names.to_py(py)?,
+        )?;
+        dict.set_item(
+            intern!(py, "subscribed_topic_regex"),
+            self.subscribed_topic_regex.to_py(py)?,
+        )?;
+        dict.set_item(
+            intern!(py, "rebalance_timeout_ms"),
+            self.rebalance_timeout_ms.to_py(py)?,
+        )?;
+        dict.set_item(
+            intern!(py, "server_assignor"),
+            self.server_assignor.to_py(py)?,
+        )?;
+        dict.set_item(
+            intern!(py, "unknown_tagged_fields"),
+            self.unknown_tagged_fields.to_py(py)?,
+        )?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy
+    for kp::messages::consumer_group_member_metadata_value::ConsumerGroupMemberMetadataValue
+{
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(
+            obj,
+            "ConsumerGroupMemberMetadataValue",
+            &[
+                "instance_id",
+                "rack_id",
+                "client_id",
+                "client_host",
+                "subscribed_topic_names",
+                "subscribed_topic_regex",
+                "rebalance_timeout_ms",
+                "server_assignor",
+                "unknown_tagged_fields",
+            ],
+            |key, value| {
+                match key {
+                    "instance_id" => out.instance_id = FromPy::from_py(value)?,
+                    "rack_id" => out.rack_id = FromPy::from_py(value)?,
+                    "client_id" => out.client_id = FromPy::from_py(value)?,
+                    "client_host" => out.client_host = FromPy::from_py(value)?,
+                    "subscribed_topic_names" => {
+                        out.subscribed_topic_names = FromPy::from_py(value)?
+                    }
+                    "subscribed_topic_regex" => {
+                        out.subscribed_topic_regex = FromPy::from_py(value)?
+                    }
+                    "rebalance_timeout_ms" => out.rebalance_timeout_ms = FromPy::from_py(value)?,
+                    "server_assignor" => out.server_assignor = FromPy::from_py(value)?,
+                    "unknown_tagged_fields" => out.unknown_tagged_fields = FromPy::from_py(value)?,
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(out)
+    }
+}
+
+impl ToPy for kp::messages::consumer_group_metadata_key::ConsumerGroupMetadataKey {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(intern!(py, "group_id"), self.group_id.to_py(py)?)?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy for kp::messages::consumer_group_metadata_key::ConsumerGroupMetadataKey {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(
+            obj,
+            "ConsumerGroupMetadataKey",
+            &["group_id"],
+            |key, value| {
+                match key {
+                    "group_id" => out.group_id = FromPy::from_py(value)?,
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(out)
+    }
+}
+
+impl ToPy for kp::messages::consumer_group_metadata_value::ConsumerGroupMetadataValue {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(intern!(py, "epoch"), self.epoch.to_py(py)?)?;
+        dict.set_item(
+            intern!(py, "unknown_tagged_fields"),
+            self.unknown_tagged_fields.to_py(py)?,
+        )?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy for kp::messages::consumer_group_metadata_value::ConsumerGroupMetadataValue {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(
+            obj,
+            "ConsumerGroupMetadataValue",
+            &["epoch", "unknown_tagged_fields"],
+            |key, value| {
+                match key {
+                    "epoch" => out.epoch = FromPy::from_py(value)?,
+                    "unknown_tagged_fields" => out.unknown_tagged_fields = FromPy::from_py(value)?,
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(out)
+    }
+}
+
+impl ToPy
+    for kp::messages::consumer_group_partition_metadata_key::ConsumerGroupPartitionMetadataKey
+{
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(intern!(py, "group_id"), self.group_id.to_py(py)?)?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy
+    for kp::messages::consumer_group_partition_metadata_key::ConsumerGroupPartitionMetadataKey
+{
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(
+            obj,
+            "ConsumerGroupPartitionMetadataKey",
+            &["group_id"],
+            |key, value| {
+                match key {
+                    "group_id" => out.group_id = FromPy::from_py(value)?,
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(out)
+    }
+}
+
+impl ToPy
+    for kp::messages::consumer_group_partition_metadata_value::ConsumerGroupPartitionMetadataValue
+{
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(intern!(py, "topics"), self.topics.to_py(py)?)?;
+        dict.set_item(
+            intern!(py, "unknown_tagged_fields"),
+            self.unknown_tagged_fields.to_py(py)?,
+        )?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy
+    for kp::messages::consumer_group_partition_metadata_value::ConsumerGroupPartitionMetadataValue
+{
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(
+            obj,
+            "ConsumerGroupPartitionMetadataValue",
+            &["topics", "unknown_tagged_fields"],
+            |key, value| {
+                match key {
+                    "topics" => out.topics = FromPy::from_py(value)?,
+                    "unknown_tagged_fields" => out.unknown_tagged_fields = FromPy::from_py(value)?,
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(out)
+    }
+}
+
+impl ToPy for kp::messages::consumer_group_partition_metadata_value::PartitionMetadata {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(intern!(py, "partition"), self.partition.to_py(py)?)?;
+        dict.set_item(intern!(py, "racks"), self.racks.to_py(py)?)?;
+        dict.set_item(
+            intern!(py, "unknown_tagged_fields"),
+            self.unknown_tagged_fields.to_py(py)?,
+        )?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy for kp::messages::consumer_group_partition_metadata_value::PartitionMetadata {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(
+            obj,
+            "PartitionMetadata",
+            &["partition", "racks", "unknown_tagged_fields"],
+            |key, value| {
+                match key {
+                    "partition" => out.partition = FromPy::from_py(value)?,
+                    "racks" => out.racks = FromPy::from_py(value)?,
+                    "unknown_tagged_fields" => out.unknown_tagged_fields = FromPy::from_py(value)?,
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(out)
+    }
+}
+
+impl ToPy for kp::messages::consumer_group_partition_metadata_value::TopicMetadata {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(intern!(py, "topic_id"), self.topic_id.to_py(py)?)?;
+        dict.set_item(intern!(py, "topic_name"), self.topic_name.to_py(py)?)?;
+        dict.set_item(
+            intern!(py, "num_partitions"),
+            self.num_partitions.to_py(py)?,
+        )?;
+        dict.set_item(
+            intern!(py, "partition_metadata"),
+            self.partition_metadata.to_py(py)?,
+        )?;
+        dict.set_item(
+            intern!(py, "unknown_tagged_fields"),
+            self.unknown_tagged_fields.to_py(py)?,
+        )?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy for kp::messages::consumer_group_partition_metadata_value::TopicMetadata {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(
+            obj,
+            "TopicMetadata",
+            &[
+                "topic_id",
+                "topic_name",
+                "num_partitions",
+                "partition_metadata",
+                "unknown_tagged_fields",
+            ],
+            |key, value| {
+                match key {
+                    "topic_id" => out.topic_id = FromPy::from_py(value)?,
+                    "topic_name" => out.topic_name = FromPy::from_py(value)?,
+                    "num_partitions" => out.num_partitions = FromPy::from_py(value)?,
+                    "partition_metadata" => out.partition_metadata = FromPy::from_py(value)?,
+                    "unknown_tagged_fields" => out.unknown_tagged_fields = FromPy::from_py(value)?,
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(out)
+    }
+}
+
+impl ToPy for kp::messages::consumer_group_target_assignment_member_key::ConsumerGroupTargetAssignmentMemberKey {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(intern!(py, "group_id"), self.group_id.to_py(py)?)?;
+        dict.set_item(intern!(py, "member_id"), self.member_id.to_py(py)?)?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy for kp::messages::consumer_group_target_assignment_member_key::ConsumerGroupTargetAssignmentMemberKey {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(obj, "ConsumerGroupTargetAssignmentMemberKey", &["group_id", "member_id"], |key, value| {
+            match key {
+                "group_id" => out.group_id = FromPy::from_py(value)?,
+                "member_id" => out.member_id = FromPy::from_py(value)?,
+                _ => return Ok(false),
+            }
+            Ok(true)
+        })?;
+        Ok(out)
+    }
+}
+
+impl ToPy for kp::messages::consumer_group_target_assignment_member_value::ConsumerGroupTargetAssignmentMemberValue {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(intern!(py, "topic_partitions"), self.topic_partitions.to_py(py)?)?;
+        dict.set_item(intern!(py, "unknown_tagged_fields"), self.unknown_tagged_fields.to_py(py)?)?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy for kp::messages::consumer_group_target_assignment_member_value::ConsumerGroupTargetAssignmentMemberValue {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(obj, "ConsumerGroupTargetAssignmentMemberValue", &["topic_partitions", "unknown_tagged_fields"], |key, value| {
+            match key {
+                "topic_partitions" => out.topic_partitions = FromPy::from_py(value)?,
+                "unknown_tagged_fields" => out.unknown_tagged_fields = FromPy::from_py(value)?,
+                _ => return Ok(false),
+            }
+            Ok(true)
+        })?;
+        Ok(out)
+    }
+}
+
+impl ToPy for kp::messages::consumer_group_target_assignment_member_value::TopicPartition {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(intern!(py, "topic_id"), self.topic_id.to_py(py)?)?;
+        dict.set_item(intern!(py, "partitions"), self.partitions.to_py(py)?)?;
+        dict.set_item(
+            intern!(py, "unknown_tagged_fields"),
+            self.unknown_tagged_fields.to_py(py)?,
+        )?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy for kp::messages::consumer_group_target_assignment_member_value::TopicPartition {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(
+            obj,
+            "TopicPartition",
+            &["topic_id", "partitions", "unknown_tagged_fields"],
+            |key, value| {
+                match key {
+                    "topic_id" => out.topic_id = FromPy::from_py(value)?,
+                    "partitions" => out.partitions = FromPy::from_py(value)?,
+                    "unknown_tagged_fields" => out.unknown_tagged_fields = FromPy::from_py(value)?,
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(out)
+    }
+}
+
+impl ToPy for kp::messages::consumer_group_target_assignment_metadata_key::ConsumerGroupTargetAssignmentMetadataKey {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(intern!(py, "group_id"), self.group_id.to_py(py)?)?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy for kp::messages::consumer_group_target_assignment_metadata_key::ConsumerGroupTargetAssignmentMetadataKey {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(obj, "ConsumerGroupTargetAssignmentMetadataKey", &["group_id"], |key, value| {
+            match key {
+                "group_id" => out.group_id = FromPy::from_py(value)?,
+                _ => return Ok(false),
+            }
+            Ok(true)
+        })?;
+        Ok(out)
+    }
+}
+
+impl ToPy for kp::messages::consumer_group_target_assignment_metadata_value::ConsumerGroupTargetAssignmentMetadataValue {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(intern!(py, "assignment_epoch"), self.assignment_epoch.to_py(py)?)?;
+        dict.set_item(intern!(py, "unknown_tagged_fields"), self.unknown_tagged_fields.to_py(py)?)?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy for kp::messages::consumer_group_target_assignment_metadata_value::ConsumerGroupTargetAssignmentMetadataValue {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(obj, "ConsumerGroupTargetAssignmentMetadataValue", &["assignment_epoch", "unknown_tagged_fields"], |key, value| {
+            match key {
+                "assignment_epoch" => out.assignment_epoch = FromPy::from_py(value)?,
+                "unknown_tagged_fields" => out.unknown_tagged_fields = FromPy::from_py(value)?,
+                _ => return Ok(false),
+            }
+            Ok(true)
+        })?;
         Ok(out)
     }
 }
@@ -5650,6 +6350,10 @@ impl ToPy for kp::messages::default_principal_data::DefaultPrincipalData {
             intern!(py, "token_authenticated"),
             self.token_authenticated.to_py(py)?,
         )?;
+        dict.set_item(
+            intern!(py, "unknown_tagged_fields"),
+            self.unknown_tagged_fields.to_py(py)?,
+        )?;
         Ok(dict.into_any())
     }
 }
@@ -5660,12 +6364,18 @@ impl FromPy for kp::messages::default_principal_data::DefaultPrincipalData {
         for_each_field(
             obj,
             "DefaultPrincipalData",
-            &["_type", "name", "token_authenticated"],
+            &[
+                "_type",
+                "name",
+                "token_authenticated",
+                "unknown_tagged_fields",
+            ],
             |key, value| {
                 match key {
                     "_type" => out._type = FromPy::from_py(value)?,
                     "name" => out.name = FromPy::from_py(value)?,
                     "token_authenticated" => out.token_authenticated = FromPy::from_py(value)?,
+                    "unknown_tagged_fields" => out.unknown_tagged_fields = FromPy::from_py(value)?,
                     _ => return Ok(false),
                 }
                 Ok(true)
@@ -11068,6 +11778,148 @@ impl FromPy
     }
 }
 
+impl ToPy for kp::messages::group_metadata_key::GroupMetadataKey {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(intern!(py, "group"), self.group.to_py(py)?)?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy for kp::messages::group_metadata_key::GroupMetadataKey {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(obj, "GroupMetadataKey", &["group"], |key, value| {
+            match key {
+                "group" => out.group = FromPy::from_py(value)?,
+                _ => return Ok(false),
+            }
+            Ok(true)
+        })?;
+        Ok(out)
+    }
+}
+
+impl ToPy for kp::messages::group_metadata_value::GroupMetadataValue {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(intern!(py, "protocol_type"), self.protocol_type.to_py(py)?)?;
+        dict.set_item(intern!(py, "generation"), self.generation.to_py(py)?)?;
+        dict.set_item(intern!(py, "protocol"), self.protocol.to_py(py)?)?;
+        dict.set_item(intern!(py, "leader"), self.leader.to_py(py)?)?;
+        dict.set_item(
+            intern!(py, "current_state_timestamp"),
+            self.current_state_timestamp.to_py(py)?,
+        )?;
+        dict.set_item(intern!(py, "members"), self.members.to_py(py)?)?;
+        dict.set_item(
+            intern!(py, "unknown_tagged_fields"),
+            self.unknown_tagged_fields.to_py(py)?,
+        )?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy for kp::messages::group_metadata_value::GroupMetadataValue {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(
+            obj,
+            "GroupMetadataValue",
+            &[
+                "protocol_type",
+                "generation",
+                "protocol",
+                "leader",
+                "current_state_timestamp",
+                "members",
+                "unknown_tagged_fields",
+            ],
+            |key, value| {
+                match key {
+                    "protocol_type" => out.protocol_type = FromPy::from_py(value)?,
+                    "generation" => out.generation = FromPy::from_py(value)?,
+                    "protocol" => out.protocol = FromPy::from_py(value)?,
+                    "leader" => out.leader = FromPy::from_py(value)?,
+                    "current_state_timestamp" => {
+                        out.current_state_timestamp = FromPy::from_py(value)?
+                    }
+                    "members" => out.members = FromPy::from_py(value)?,
+                    "unknown_tagged_fields" => out.unknown_tagged_fields = FromPy::from_py(value)?,
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(out)
+    }
+}
+
+impl ToPy for kp::messages::group_metadata_value::MemberMetadata {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(intern!(py, "member_id"), self.member_id.to_py(py)?)?;
+        dict.set_item(
+            intern!(py, "group_instance_id"),
+            self.group_instance_id.to_py(py)?,
+        )?;
+        dict.set_item(intern!(py, "client_id"), self.client_id.to_py(py)?)?;
+        dict.set_item(intern!(py, "client_host"), self.client_host.to_py(py)?)?;
+        dict.set_item(
+            intern!(py, "rebalance_timeout"),
+            self.rebalance_timeout.to_py(py)?,
+        )?;
+        dict.set_item(
+            intern!(py, "session_timeout"),
+            self.session_timeout.to_py(py)?,
+        )?;
+        dict.set_item(intern!(py, "subscription"), self.subscription.to_py(py)?)?;
+        dict.set_item(intern!(py, "assignment"), self.assignment.to_py(py)?)?;
+        dict.set_item(
+            intern!(py, "unknown_tagged_fields"),
+            self.unknown_tagged_fields.to_py(py)?,
+        )?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy for kp::messages::group_metadata_value::MemberMetadata {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(
+            obj,
+            "MemberMetadata",
+            &[
+                "member_id",
+                "group_instance_id",
+                "client_id",
+                "client_host",
+                "rebalance_timeout",
+                "session_timeout",
+                "subscription",
+                "assignment",
+                "unknown_tagged_fields",
+            ],
+            |key, value| {
+                match key {
+                    "member_id" => out.member_id = FromPy::from_py(value)?,
+                    "group_instance_id" => out.group_instance_id = FromPy::from_py(value)?,
+                    "client_id" => out.client_id = FromPy::from_py(value)?,
+                    "client_host" => out.client_host = FromPy::from_py(value)?,
+                    "rebalance_timeout" => out.rebalance_timeout = FromPy::from_py(value)?,
+                    "session_timeout" => out.session_timeout = FromPy::from_py(value)?,
+                    "subscription" => out.subscription = FromPy::from_py(value)?,
+                    "assignment" => out.assignment = FromPy::from_py(value)?,
+                    "unknown_tagged_fields" => out.unknown_tagged_fields = FromPy::from_py(value)?,
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(out)
+    }
+}
+
 impl ToPy for kp::messages::heartbeat_request::HeartbeatRequest {
     fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let dict = PyDict::new(py);
@@ -11794,6 +12646,10 @@ impl ToPy for kp::messages::k_raft_version_record::KRaftVersionRecord {
             intern!(py, "k_raft_version"),
             self.k_raft_version.to_py(py)?,
         )?;
+        dict.set_item(
+            intern!(py, "unknown_tagged_fields"),
+            self.unknown_tagged_fields.to_py(py)?,
+        )?;
         Ok(dict.into_any())
     }
 }
@@ -11804,11 +12660,12 @@ impl FromPy for kp::messages::k_raft_version_record::KRaftVersionRecord {
         for_each_field(
             obj,
             "KRaftVersionRecord",
-            &["version", "k_raft_version"],
+            &["version", "k_raft_version", "unknown_tagged_fields"],
             |key, value| {
                 match key {
                     "version" => out.version = FromPy::from_py(value)?,
                     "k_raft_version" => out.k_raft_version = FromPy::from_py(value)?,
+                    "unknown_tagged_fields" => out.unknown_tagged_fields = FromPy::from_py(value)?,
                     _ => return Ok(false),
                 }
                 Ok(true)
@@ -12134,6 +12991,10 @@ impl ToPy for kp::messages::leader_change_message::LeaderChangeMessage {
             intern!(py, "granting_voters"),
             self.granting_voters.to_py(py)?,
         )?;
+        dict.set_item(
+            intern!(py, "unknown_tagged_fields"),
+            self.unknown_tagged_fields.to_py(py)?,
+        )?;
         Ok(dict.into_any())
     }
 }
@@ -12144,13 +13005,20 @@ impl FromPy for kp::messages::leader_change_message::LeaderChangeMessage {
         for_each_field(
             obj,
             "LeaderChangeMessage",
-            &["version", "leader_id", "voters", "granting_voters"],
+            &[
+                "version",
+                "leader_id",
+                "voters",
+                "granting_voters",
+                "unknown_tagged_fields",
+            ],
             |key, value| {
                 match key {
                     "version" => out.version = FromPy::from_py(value)?,
                     "leader_id" => out.leader_id = FromPy::from_py(value)?,
                     "voters" => out.voters = FromPy::from_py(value)?,
                     "granting_voters" => out.granting_voters = FromPy::from_py(value)?,
+                    "unknown_tagged_fields" => out.unknown_tagged_fields = FromPy::from_py(value)?,
                     _ => return Ok(false),
                 }
                 Ok(true)
@@ -12168,6 +13036,10 @@ impl ToPy for kp::messages::leader_change_message::Voter {
             intern!(py, "voter_directory_id"),
             self.voter_directory_id.to_py(py)?,
         )?;
+        dict.set_item(
+            intern!(py, "unknown_tagged_fields"),
+            self.unknown_tagged_fields.to_py(py)?,
+        )?;
         Ok(dict.into_any())
     }
 }
@@ -12178,11 +13050,12 @@ impl FromPy for kp::messages::leader_change_message::Voter {
         for_each_field(
             obj,
             "Voter",
-            &["voter_id", "voter_directory_id"],
+            &["voter_id", "voter_directory_id", "unknown_tagged_fields"],
             |key, value| {
                 match key {
                     "voter_id" => out.voter_id = FromPy::from_py(value)?,
                     "voter_directory_id" => out.voter_directory_id = FromPy::from_py(value)?,
+                    "unknown_tagged_fields" => out.unknown_tagged_fields = FromPy::from_py(value)?,
                     _ => return Ok(false),
                 }
                 Ok(true)
@@ -13312,6 +14185,37 @@ impl FromPy for kp::messages::metadata_response::MetadataResponseTopic {
     }
 }
 
+impl ToPy for kp::messages::offset_commit_key::OffsetCommitKey {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(intern!(py, "group"), self.group.to_py(py)?)?;
+        dict.set_item(intern!(py, "topic"), self.topic.to_py(py)?)?;
+        dict.set_item(intern!(py, "partition"), self.partition.to_py(py)?)?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy for kp::messages::offset_commit_key::OffsetCommitKey {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(
+            obj,
+            "OffsetCommitKey",
+            &["group", "topic", "partition"],
+            |key, value| {
+                match key {
+                    "group" => out.group = FromPy::from_py(value)?,
+                    "topic" => out.topic = FromPy::from_py(value)?,
+                    "partition" => out.partition = FromPy::from_py(value)?,
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(out)
+    }
+}
+
 impl ToPy for kp::messages::offset_commit_request::OffsetCommitRequest {
     fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let dict = PyDict::new(py);
@@ -13536,6 +14440,59 @@ impl FromPy for kp::messages::offset_commit_response::OffsetCommitResponseTopic 
                     "name" => out.name = FromPy::from_py(value)?,
                     "topic_id" => out.topic_id = FromPy::from_py(value)?,
                     "partitions" => out.partitions = FromPy::from_py(value)?,
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(out)
+    }
+}
+
+impl ToPy for kp::messages::offset_commit_value::OffsetCommitValue {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(intern!(py, "offset"), self.offset.to_py(py)?)?;
+        dict.set_item(intern!(py, "leader_epoch"), self.leader_epoch.to_py(py)?)?;
+        dict.set_item(intern!(py, "metadata"), self.metadata.to_py(py)?)?;
+        dict.set_item(
+            intern!(py, "commit_timestamp"),
+            self.commit_timestamp.to_py(py)?,
+        )?;
+        dict.set_item(
+            intern!(py, "expire_timestamp"),
+            self.expire_timestamp.to_py(py)?,
+        )?;
+        dict.set_item(
+            intern!(py, "unknown_tagged_fields"),
+            self.unknown_tagged_fields.to_py(py)?,
+        )?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy for kp::messages::offset_commit_value::OffsetCommitValue {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(
+            obj,
+            "OffsetCommitValue",
+            &[
+                "offset",
+                "leader_epoch",
+                "metadata",
+                "commit_timestamp",
+                "expire_timestamp",
+                "unknown_tagged_fields",
+            ],
+            |key, value| {
+                match key {
+                    "offset" => out.offset = FromPy::from_py(value)?,
+                    "leader_epoch" => out.leader_epoch = FromPy::from_py(value)?,
+                    "metadata" => out.metadata = FromPy::from_py(value)?,
+                    "commit_timestamp" => out.commit_timestamp = FromPy::from_py(value)?,
+                    "expire_timestamp" => out.expire_timestamp = FromPy::from_py(value)?,
+                    "unknown_tagged_fields" => out.unknown_tagged_fields = FromPy::from_py(value)?,
                     _ => return Ok(false),
                 }
                 Ok(true)
@@ -15269,6 +16226,10 @@ impl ToPy for kp::messages::request_header::RequestHeader {
             self.correlation_id.to_py(py)?,
         )?;
         dict.set_item(intern!(py, "client_id"), self.client_id.to_py(py)?)?;
+        dict.set_item(
+            intern!(py, "unknown_tagged_fields"),
+            self.unknown_tagged_fields.to_py(py)?,
+        )?;
         Ok(dict.into_any())
     }
 }
@@ -15284,6 +16245,7 @@ impl FromPy for kp::messages::request_header::RequestHeader {
                 "request_api_version",
                 "correlation_id",
                 "client_id",
+                "unknown_tagged_fields",
             ],
             |key, value| {
                 match key {
@@ -15291,6 +16253,7 @@ impl FromPy for kp::messages::request_header::RequestHeader {
                     "request_api_version" => out.request_api_version = FromPy::from_py(value)?,
                     "correlation_id" => out.correlation_id = FromPy::from_py(value)?,
                     "client_id" => out.client_id = FromPy::from_py(value)?,
+                    "unknown_tagged_fields" => out.unknown_tagged_fields = FromPy::from_py(value)?,
                     _ => return Ok(false),
                 }
                 Ok(true)
@@ -15307,6 +16270,10 @@ impl ToPy for kp::messages::response_header::ResponseHeader {
             intern!(py, "correlation_id"),
             self.correlation_id.to_py(py)?,
         )?;
+        dict.set_item(
+            intern!(py, "unknown_tagged_fields"),
+            self.unknown_tagged_fields.to_py(py)?,
+        )?;
         Ok(dict.into_any())
     }
 }
@@ -15314,13 +16281,19 @@ impl ToPy for kp::messages::response_header::ResponseHeader {
 impl FromPy for kp::messages::response_header::ResponseHeader {
     fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
         let mut out = Self::default();
-        for_each_field(obj, "ResponseHeader", &["correlation_id"], |key, value| {
-            match key {
-                "correlation_id" => out.correlation_id = FromPy::from_py(value)?,
-                _ => return Ok(false),
-            }
-            Ok(true)
-        })?;
+        for_each_field(
+            obj,
+            "ResponseHeader",
+            &["correlation_id", "unknown_tagged_fields"],
+            |key, value| {
+                match key {
+                    "correlation_id" => out.correlation_id = FromPy::from_py(value)?,
+                    "unknown_tagged_fields" => out.unknown_tagged_fields = FromPy::from_py(value)?,
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            },
+        )?;
         Ok(out)
     }
 }
@@ -16604,6 +17577,10 @@ impl ToPy for kp::messages::snapshot_footer_record::SnapshotFooterRecord {
     fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let dict = PyDict::new(py);
         dict.set_item(intern!(py, "version"), self.version.to_py(py)?)?;
+        dict.set_item(
+            intern!(py, "unknown_tagged_fields"),
+            self.unknown_tagged_fields.to_py(py)?,
+        )?;
         Ok(dict.into_any())
     }
 }
@@ -16611,13 +17588,19 @@ impl ToPy for kp::messages::snapshot_footer_record::SnapshotFooterRecord {
 impl FromPy for kp::messages::snapshot_footer_record::SnapshotFooterRecord {
     fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
         let mut out = Self::default();
-        for_each_field(obj, "SnapshotFooterRecord", &["version"], |key, value| {
-            match key {
-                "version" => out.version = FromPy::from_py(value)?,
-                _ => return Ok(false),
-            }
-            Ok(true)
-        })?;
+        for_each_field(
+            obj,
+            "SnapshotFooterRecord",
+            &["version", "unknown_tagged_fields"],
+            |key, value| {
+                match key {
+                    "version" => out.version = FromPy::from_py(value)?,
+                    "unknown_tagged_fields" => out.unknown_tagged_fields = FromPy::from_py(value)?,
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            },
+        )?;
         Ok(out)
     }
 }
@@ -16630,6 +17613,10 @@ impl ToPy for kp::messages::snapshot_header_record::SnapshotHeaderRecord {
             intern!(py, "last_contained_log_timestamp"),
             self.last_contained_log_timestamp.to_py(py)?,
         )?;
+        dict.set_item(
+            intern!(py, "unknown_tagged_fields"),
+            self.unknown_tagged_fields.to_py(py)?,
+        )?;
         Ok(dict.into_any())
     }
 }
@@ -16640,13 +17627,18 @@ impl FromPy for kp::messages::snapshot_header_record::SnapshotHeaderRecord {
         for_each_field(
             obj,
             "SnapshotHeaderRecord",
-            &["version", "last_contained_log_timestamp"],
+            &[
+                "version",
+                "last_contained_log_timestamp",
+                "unknown_tagged_fields",
+            ],
             |key, value| {
                 match key {
                     "version" => out.version = FromPy::from_py(value)?,
                     "last_contained_log_timestamp" => {
                         out.last_contained_log_timestamp = FromPy::from_py(value)?
                     }
+                    "unknown_tagged_fields" => out.unknown_tagged_fields = FromPy::from_py(value)?,
                     _ => return Ok(false),
                 }
                 Ok(true)
@@ -17031,6 +18023,169 @@ impl FromPy for kp::messages::sync_group_response::SyncGroupResponse {
                     "protocol_type" => out.protocol_type = FromPy::from_py(value)?,
                     "protocol_name" => out.protocol_name = FromPy::from_py(value)?,
                     "assignment" => out.assignment = FromPy::from_py(value)?,
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(out)
+    }
+}
+
+impl ToPy for kp::messages::transaction_log_key::TransactionLogKey {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(
+            intern!(py, "transactional_id"),
+            self.transactional_id.to_py(py)?,
+        )?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy for kp::messages::transaction_log_key::TransactionLogKey {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(
+            obj,
+            "TransactionLogKey",
+            &["transactional_id"],
+            |key, value| {
+                match key {
+                    "transactional_id" => out.transactional_id = FromPy::from_py(value)?,
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(out)
+    }
+}
+
+impl ToPy for kp::messages::transaction_log_value::PartitionsSchema {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(intern!(py, "topic"), self.topic.to_py(py)?)?;
+        dict.set_item(intern!(py, "partition_ids"), self.partition_ids.to_py(py)?)?;
+        dict.set_item(
+            intern!(py, "unknown_tagged_fields"),
+            self.unknown_tagged_fields.to_py(py)?,
+        )?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy for kp::messages::transaction_log_value::PartitionsSchema {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(
+            obj,
+            "PartitionsSchema",
+            &["topic", "partition_ids", "unknown_tagged_fields"],
+            |key, value| {
+                match key {
+                    "topic" => out.topic = FromPy::from_py(value)?,
+                    "partition_ids" => out.partition_ids = FromPy::from_py(value)?,
+                    "unknown_tagged_fields" => out.unknown_tagged_fields = FromPy::from_py(value)?,
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(out)
+    }
+}
+
+impl ToPy for kp::messages::transaction_log_value::TransactionLogValue {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = PyDict::new(py);
+        dict.set_item(intern!(py, "producer_id"), self.producer_id.to_py(py)?)?;
+        dict.set_item(
+            intern!(py, "previous_producer_id"),
+            self.previous_producer_id.to_py(py)?,
+        )?;
+        dict.set_item(
+            intern!(py, "next_producer_id"),
+            self.next_producer_id.to_py(py)?,
+        )?;
+        dict.set_item(
+            intern!(py, "producer_epoch"),
+            self.producer_epoch.to_py(py)?,
+        )?;
+        dict.set_item(
+            intern!(py, "transaction_timeout_ms"),
+            self.transaction_timeout_ms.to_py(py)?,
+        )?;
+        dict.set_item(
+            intern!(py, "transaction_status"),
+            self.transaction_status.to_py(py)?,
+        )?;
+        dict.set_item(
+            intern!(py, "transaction_partitions"),
+            self.transaction_partitions.to_py(py)?,
+        )?;
+        dict.set_item(
+            intern!(py, "transaction_last_update_timestamp_ms"),
+            self.transaction_last_update_timestamp_ms.to_py(py)?,
+        )?;
+        dict.set_item(
+            intern!(py, "transaction_start_timestamp_ms"),
+            self.transaction_start_timestamp_ms.to_py(py)?,
+        )?;
+        dict.set_item(
+            intern!(py, "client_transaction_version"),
+            self.client_transaction_version.to_py(py)?,
+        )?;
+        dict.set_item(
+            intern!(py, "unknown_tagged_fields"),
+            self.unknown_tagged_fields.to_py(py)?,
+        )?;
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy for kp::messages::transaction_log_value::TransactionLogValue {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Self::default();
+        for_each_field(
+            obj,
+            "TransactionLogValue",
+            &[
+                "producer_id",
+                "previous_producer_id",
+                "next_producer_id",
+                "producer_epoch",
+                "transaction_timeout_ms",
+                "transaction_status",
+                "transaction_partitions",
+                "transaction_last_update_timestamp_ms",
+                "transaction_start_timestamp_ms",
+                "client_transaction_version",
+                "unknown_tagged_fields",
+            ],
+            |key, value| {
+                match key {
+                    "producer_id" => out.producer_id = FromPy::from_py(value)?,
+                    "previous_producer_id" => out.previous_producer_id = FromPy::from_py(value)?,
+                    "next_producer_id" => out.next_producer_id = FromPy::from_py(value)?,
+                    "producer_epoch" => out.producer_epoch = FromPy::from_py(value)?,
+                    "transaction_timeout_ms" => {
+                        out.transaction_timeout_ms = FromPy::from_py(value)?
+                    }
+                    "transaction_status" => out.transaction_status = FromPy::from_py(value)?,
+                    "transaction_partitions" => {
+                        out.transaction_partitions = FromPy::from_py(value)?
+                    }
+                    "transaction_last_update_timestamp_ms" => {
+                        out.transaction_last_update_timestamp_ms = FromPy::from_py(value)?
+                    }
+                    "transaction_start_timestamp_ms" => {
+                        out.transaction_start_timestamp_ms = FromPy::from_py(value)?
+                    }
+                    "client_transaction_version" => {
+                        out.client_transaction_version = FromPy::from_py(value)?
+                    }
+                    "unknown_tagged_fields" => out.unknown_tagged_fields = FromPy::from_py(value)?,
                     _ => return Ok(false),
                 }
                 Ok(true)
@@ -18186,6 +19341,10 @@ impl ToPy for kp::messages::voters_record::Endpoint {
         dict.set_item(intern!(py, "name"), self.name.to_py(py)?)?;
         dict.set_item(intern!(py, "host"), self.host.to_py(py)?)?;
         dict.set_item(intern!(py, "port"), self.port.to_py(py)?)?;
+        dict.set_item(
+            intern!(py, "unknown_tagged_fields"),
+            self.unknown_tagged_fields.to_py(py)?,
+        )?;
         Ok(dict.into_any())
     }
 }
@@ -18193,15 +19352,21 @@ impl ToPy for kp::messages::voters_record::Endpoint {
 impl FromPy for kp::messages::voters_record::Endpoint {
     fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
         let mut out = Self::default();
-        for_each_field(obj, "Endpoint", &["name", "host", "port"], |key, value| {
-            match key {
-                "name" => out.name = FromPy::from_py(value)?,
-                "host" => out.host = FromPy::from_py(value)?,
-                "port" => out.port = FromPy::from_py(value)?,
-                _ => return Ok(false),
-            }
-            Ok(true)
-        })?;
+        for_each_field(
+            obj,
+            "Endpoint",
+            &["name", "host", "port", "unknown_tagged_fields"],
+            |key, value| {
+                match key {
+                    "name" => out.name = FromPy::from_py(value)?,
+                    "host" => out.host = FromPy::from_py(value)?,
+                    "port" => out.port = FromPy::from_py(value)?,
+                    "unknown_tagged_fields" => out.unknown_tagged_fields = FromPy::from_py(value)?,
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            },
+        )?;
         Ok(out)
     }
 }
@@ -18217,6 +19382,10 @@ impl ToPy for kp::messages::voters_record::KRaftVersionFeature {
             intern!(py, "max_supported_version"),
             self.max_supported_version.to_py(py)?,
         )?;
+        dict.set_item(
+            intern!(py, "unknown_tagged_fields"),
+            self.unknown_tagged_fields.to_py(py)?,
+        )?;
         Ok(dict.into_any())
     }
 }
@@ -18227,11 +19396,16 @@ impl FromPy for kp::messages::voters_record::KRaftVersionFeature {
         for_each_field(
             obj,
             "KRaftVersionFeature",
-            &["min_supported_version", "max_supported_version"],
+            &[
+                "min_supported_version",
+                "max_supported_version",
+                "unknown_tagged_fields",
+            ],
             |key, value| {
                 match key {
                     "min_supported_version" => out.min_supported_version = FromPy::from_py(value)?,
                     "max_supported_version" => out.max_supported_version = FromPy::from_py(value)?,
+                    "unknown_tagged_fields" => out.unknown_tagged_fields = FromPy::from_py(value)?,
                     _ => return Ok(false),
                 }
                 Ok(true)
@@ -18254,6 +19428,10 @@ impl ToPy for kp::messages::voters_record::Voter {
             intern!(py, "k_raft_version_feature"),
             self.k_raft_version_feature.to_py(py)?,
         )?;
+        dict.set_item(
+            intern!(py, "unknown_tagged_fields"),
+            self.unknown_tagged_fields.to_py(py)?,
+        )?;
         Ok(dict.into_any())
     }
 }
@@ -18269,6 +19447,7 @@ impl FromPy for kp::messages::voters_record::Voter {
                 "voter_directory_id",
                 "endpoints",
                 "k_raft_version_feature",
+                "unknown_tagged_fields",
             ],
             |key, value| {
                 match key {
@@ -18278,6 +19457,7 @@ impl FromPy for kp::messages::voters_record::Voter {
                     "k_raft_version_feature" => {
                         out.k_raft_version_feature = FromPy::from_py(value)?
                     }
+                    "unknown_tagged_fields" => out.unknown_tagged_fields = FromPy::from_py(value)?,
                     _ => return Ok(false),
                 }
                 Ok(true)
@@ -18292,6 +19472,10 @@ impl ToPy for kp::messages::voters_record::VotersRecord {
         let dict = PyDict::new(py);
         dict.set_item(intern!(py, "version"), self.version.to_py(py)?)?;
         dict.set_item(intern!(py, "voters"), self.voters.to_py(py)?)?;
+        dict.set_item(
+            intern!(py, "unknown_tagged_fields"),
+            self.unknown_tagged_fields.to_py(py)?,
+        )?;
         Ok(dict.into_any())
     }
 }
@@ -18299,14 +19483,20 @@ impl ToPy for kp::messages::voters_record::VotersRecord {
 impl FromPy for kp::messages::voters_record::VotersRecord {
     fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
         let mut out = Self::default();
-        for_each_field(obj, "VotersRecord", &["version", "voters"], |key, value| {
-            match key {
-                "version" => out.version = FromPy::from_py(value)?,
-                "voters" => out.voters = FromPy::from_py(value)?,
-                _ => return Ok(false),
-            }
-            Ok(true)
-        })?;
+        for_each_field(
+            obj,
+            "VotersRecord",
+            &["version", "voters", "unknown_tagged_fields"],
+            |key, value| {
+                match key {
+                    "version" => out.version = FromPy::from_py(value)?,
+                    "voters" => out.voters = FromPy::from_py(value)?,
+                    "unknown_tagged_fields" => out.unknown_tagged_fields = FromPy::from_py(value)?,
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            },
+        )?;
         Ok(out)
     }
 }

@@ -21,7 +21,6 @@ use kafkars_client::frame as client;
 
 mod generated;
 mod records;
-mod transaction_log;
 mod types;
 
 #[allow(unused_imports)] // the server layer uses what the test functions here do not
@@ -29,11 +28,8 @@ pub(crate) use generated::{
     api_key_name, encode_response, request_from_py, request_to_py, response_from_py,
     response_to_py, sanitize_response, supported_versions,
 };
+use generated::{decode_data, encode_data};
 pub(crate) use records::RecordSet;
-use transaction_log::{
-    decode_transaction_log_key, decode_transaction_log_value, encode_transaction_log_key,
-    encode_transaction_log_value,
-};
 
 /// Rust value → plain Python data.
 pub(crate) trait ToPy {
@@ -296,6 +292,64 @@ fn encode_assignment<'py>(
     encode_consumer_protocol::<ConsumerProtocolAssignment>(py, version, assignment)
 }
 
+/// One `data` message (a coordinator record key or value, a consumer protocol message)
+/// from `buf` at `version`. Called by the generated `decode_data` dispatch.
+fn decode_data_as<'py, M: Decodable + ToPy>(
+    py: Python<'py>,
+    buf: &mut bytes::Bytes,
+    version: i16,
+) -> PyResult<Bound<'py, PyAny>> {
+    let message = M::decode(buf, version).map_err(|e| PyValueError::new_err(format!("{e:#}")))?;
+    message.to_py(py)
+}
+
+/// One `data` message from its dict, appended to `buf` at `version`. Called by the
+/// generated `encode_data` dispatch.
+fn encode_data_as<M: Encodable + FromPy>(
+    obj: &Bound<'_, PyAny>,
+    version: i16,
+    buf: &mut BytesMut,
+) -> PyResult<()> {
+    M::from_py(obj)?
+        .encode(buf, version)
+        .map_err(|e| PyValueError::new_err(format!("{e:#}")))
+}
+
+/// A stored record key or value: the int16 `version` (for a coordinator key, Kafka's
+/// record type), then the message `name` (`"OffsetCommitValue"`, `"TransactionLogKey"`,
+/// ...) at that version, from its dict.
+#[pyfunction]
+fn encode_record<'py>(
+    py: Python<'py>,
+    name: &str,
+    version: i16,
+    record: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let mut buf = BytesMut::new();
+    buf.extend_from_slice(&version.to_be_bytes());
+    encode_data(name, record, version, &mut buf)?;
+    Ok(PyBytes::new(py, &buf))
+}
+
+/// `(version, dict)` of a stored record key or value written by `encode_record` (or by
+/// Kafka). Bytes after the message are ignored, as Kafka's coordinators do.
+#[pyfunction]
+fn decode_record<'py>(
+    py: Python<'py>,
+    name: &str,
+    data: &[u8],
+) -> PyResult<(i16, Bound<'py, PyAny>)> {
+    let mut buf = bytes::Bytes::copy_from_slice(data);
+    if buf.len() < 2 {
+        return Err(PyValueError::new_err(format!(
+            "{name}: {} bytes, shorter than its version",
+            buf.len()
+        )));
+    }
+    let version = bytes::Buf::get_i16(&mut buf);
+    Ok((version, decode_data(py, name, &mut buf, version)?))
+}
+
 /// `{name: (api_key, min_version, max_version)}` for every API kafka-protocol knows;
 /// the versions are those the bridge can decode and encode (`supported_versions`).
 #[pyfunction]
@@ -323,10 +377,8 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sub.add_function(wrap_pyfunction!(decode_assignment, &sub)?)?;
     sub.add_function(wrap_pyfunction!(encode_subscription, &sub)?)?;
     sub.add_function(wrap_pyfunction!(encode_assignment, &sub)?)?;
-    sub.add_function(wrap_pyfunction!(encode_transaction_log_key, &sub)?)?;
-    sub.add_function(wrap_pyfunction!(decode_transaction_log_key, &sub)?)?;
-    sub.add_function(wrap_pyfunction!(encode_transaction_log_value, &sub)?)?;
-    sub.add_function(wrap_pyfunction!(decode_transaction_log_value, &sub)?)?;
+    sub.add_function(wrap_pyfunction!(encode_record, &sub)?)?;
+    sub.add_function(wrap_pyfunction!(decode_record, &sub)?)?;
     m.add_submodule(&sub)?;
     // Make `import kafkars._core.protocol` work, not only attribute access.
     py.import("sys")?

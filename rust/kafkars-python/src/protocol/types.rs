@@ -181,3 +181,25 @@ impl<T: FromPy> FromPy for Vec<T> {
         }
     }
 }
+
+/// `unknown_tagged_fields` of the `data` messages (coordinator records): `{tag: bytes}`.
+impl ToPy for std::collections::BTreeMap<i32, Bytes> {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dict = pyo3::types::PyDict::new(py);
+        for (tag, data) in self {
+            dict.set_item(tag, data.to_py(py)?)?;
+        }
+        Ok(dict.into_any())
+    }
+}
+
+impl FromPy for std::collections::BTreeMap<i32, Bytes> {
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let dict = obj
+            .cast::<pyo3::types::PyDict>()
+            .map_err(|_| type_error("dict", obj))?;
+        dict.iter()
+            .map(|(tag, data)| Ok((tag.extract()?, Bytes::from_py(&data)?)))
+            .collect()
+    }
+}
