@@ -105,6 +105,51 @@ struct Options {
     skip_control: bool,
     start_offset: Option<i64>,
     end_offset: Option<i64>,
+    /// read_committed: the `(producer_id, first_offset)` of the aborted transactions a
+    /// Fetch returned, whose batches are left out; `None` reads uncommitted.
+    aborted: Option<Vec<(i64, i64)>>,
+}
+
+/// Which transactional batches a read_committed reader leaves out, batch by batch in
+/// offset order (Kafka's consumer logic): a producer is aborted from the first offset of
+/// its aborted transaction until its ABORT marker.
+struct AbortedFilter {
+    /// Aborted transactions not reached yet, latest first offset first (popped from the end).
+    pending: Vec<(i64, i64)>,
+    producers: std::collections::HashSet<i64>,
+}
+
+impl AbortedFilter {
+    fn new(mut aborted: Vec<(i64, i64)>) -> Self {
+        aborted.sort_by_key(|&(pid, first)| std::cmp::Reverse((first, pid)));
+        Self {
+            pending: aborted,
+            producers: std::collections::HashSet::new(),
+        }
+    }
+
+    /// Whether `batch` belongs to an aborted transaction (its records are skipped).
+    fn skip(&mut self, batch: &RecordBatch<'_>) -> bool {
+        while let Some(&(pid, first)) = self.pending.last() {
+            if first > batch.last_offset() {
+                break;
+            }
+            self.producers.insert(pid);
+            self.pending.pop();
+        }
+        if !batch.is_transactional() || !self.producers.contains(&batch.producer_id()) {
+            return false;
+        }
+        if batch.is_control()
+            && matches!(
+                kafkars_record::control_record_type(batch),
+                Ok(Some(kafkars_record::ControlRecordType::Abort))
+            )
+        {
+            self.producers.remove(&batch.producer_id());
+        }
+        true
+    }
 }
 
 /// Column builders for the output rows.
@@ -375,6 +420,7 @@ fn decode(
     }
     let records = records.min(bytes / 8 + 1024).min(1 << 24);
     let mut cols = Columns::new(opts, records, bytes.min(1 << 30));
+    let mut aborted = opts.aborted.clone().map(AbortedFilter::new);
     for row in 0..blobs.len() {
         let Some(buf) = blobs.get(row) else { continue };
         let topic = topics.get(row);
@@ -395,6 +441,9 @@ fn decode(
                     break;
                 }
             };
+            if aborted.as_mut().is_some_and(|a| a.skip(&batch)) {
+                continue;
+            }
             if opts.skip_control && batch.is_control() {
                 continue;
             }
@@ -471,6 +520,7 @@ pub fn fuzz_decode_batches(
         skip_control: flags & 16 != 0,
         start_offset,
         end_offset,
+        aborted: None,
     };
     let blobs = Blobs::Binary(BinaryArray::from_iter(blobs.iter().copied()));
     let topics = PerRow::Scalar("fuzz".to_owned());
@@ -634,6 +684,7 @@ fn decode_batches_arrow<'py>(
         skip_control,
         start_offset,
         end_offset,
+        aborted: None,
     };
     let blobs = import_blobs(blobs)?;
     let topics = import_topics(topic, blobs.len())?;
@@ -655,16 +706,21 @@ fn decode_batches_arrow<'py>(
 struct FetchedHeader {
     error: i16,
     high_watermark: i64,
+    last_stable_offset: i64,
     log_start_offset: i64,
+    /// `(producer_id, first_offset)` of the aborted transactions (read_committed).
+    aborted: Vec<(i64, i64)>,
     records: std::ops::Range<usize>,
 }
 
-/// The Fetch version the reader speaks: read_uncommitted, with log start offsets.
+/// The Fetch version the reader speaks: isolation levels (v4) and log start offsets (v5).
 const FETCH_VERSION: i16 = 5;
 
-/// A Fetch (read_uncommitted) of one partition from `offset`, framed.
+/// A Fetch of one partition from `offset`, framed; `isolation_level` 0 reads
+/// uncommitted, 1 committed (up to the last stable offset, with the aborted transactions).
 fn fetch_request(
     correlation: i32,
+    isolation_level: i8,
     topic: &str,
     partition: i32,
     offset: i64,
@@ -679,7 +735,7 @@ fn fetch_request(
         .with_max_wait_ms(max_wait_ms)
         .with_min_bytes(1)
         .with_max_bytes(max_bytes)
-        .with_isolation_level(0)
+        .with_isolation_level(isolation_level)
         .with_topics(vec![
             FetchTopic::default()
                 .with_topic(TopicName(StrBytes::from_string(topic.to_owned())))
@@ -731,10 +787,18 @@ fn parse_fetch(
         }
         _ => 0..0,
     };
+    let aborted = found
+        .aborted_transactions
+        .iter()
+        .flatten()
+        .map(|a| (a.producer_id.0, a.first_offset))
+        .collect();
     Ok(FetchedHeader {
         error: found.error_code,
         high_watermark: found.high_watermark,
+        last_stable_offset: found.last_stable_offset,
         log_start_offset: found.log_start_offset,
+        aborted,
         records,
     })
 }
@@ -812,9 +876,13 @@ impl ArrowFetcher {
     /// offset after the last complete batch received (None if none came), the capsules
     /// None when there was no batch. I/O failures raise `OSError` (and drop the
     /// connection); corrupt batches raise `CorruptRecordError`.
+    ///
+    /// `isolation_level=1` reads committed: the broker stops at the last stable offset,
+    /// which is returned in place of the high watermark (the end a read_committed consumer
+    /// sees), and the batches of aborted transactions are left out.
     #[pyo3(signature = (
         topic, partition, offset, end_offset, *, include_headers=false,
-        max_bytes=8 << 20, max_wait_ms=500,
+        max_bytes=8 << 20, max_wait_ms=500, isolation_level=0,
     ))]
     #[allow(clippy::too_many_arguments, clippy::type_complexity)]
     fn fetch<'py>(
@@ -827,6 +895,7 @@ impl ArrowFetcher {
         include_headers: bool,
         max_bytes: i32,
         max_wait_ms: i32,
+        isolation_level: i8,
     ) -> PyResult<(
         i16,
         i64,
@@ -836,7 +905,12 @@ impl ArrowFetcher {
     )> {
         self.correlation = self.correlation.wrapping_add(1);
         let correlation = self.correlation;
-        let opts = Options {
+        if !(0..=1).contains(&isolation_level) {
+            return Err(PyValueError::new_err(format!(
+                "isolation_level must be 0 (read_uncommitted) or 1 (read_committed), not {isolation_level}"
+            )));
+        }
+        let mut opts = Options {
             include_headers,
             batch_fields: false,
             on_error: OnError::Raise,
@@ -844,10 +918,12 @@ impl ArrowFetcher {
             skip_control: true,
             start_offset: Some(offset),
             end_offset: Some(end_offset),
+            aborted: None,
         };
         let out: Result<FetchOut, PyErr> = py.detach(|| {
             let request = fetch_request(
                 correlation,
+                isolation_level,
                 topic,
                 partition,
                 offset,
@@ -855,7 +931,11 @@ impl ArrowFetcher {
                 max_wait_ms,
             )?;
             let body = bytes::Bytes::from(self.round_trip(&request)?);
-            let head = parse_fetch(&body, correlation, partition)?;
+            let mut head = parse_fetch(&body, correlation, partition)?;
+            if isolation_level == 1 {
+                head.high_watermark = head.last_stable_offset;
+                opts.aborted = Some(std::mem::take(&mut head.aborted));
+            }
             // Unique again once the decoded response is gone: back to a Vec, no copy.
             let body = Vec::from(body);
             let mut next = None;
