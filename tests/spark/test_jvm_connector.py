@@ -41,28 +41,34 @@ def produce(broker: Broker, topic: str, n: int) -> None:
     assert p.flush(30) == 0
 
 
-def rows(spark: Any, fmt: str, broker: Broker, options: dict[str, str]) -> list[tuple]:
+SCHEMA = [
+    "key:binary",
+    "value:binary",
+    "topic:string",
+    "partition:int",
+    "offset:bigint",
+    "timestamp:timestamp",
+    "timestampType:int",
+    "headers:array<struct<key:string,value:binary>>",
+]
+
+
+def rows(spark: Any, fmt: str, bootstrap: str, options: dict[str, str]) -> list[tuple]:
+    """Every column of a batch read with `includeHeaders`, in (partition, offset) order."""
     r = (
         spark.read.format(fmt)
-        .option("kafka.bootstrap.servers", broker.bootstrap_servers)
+        .option("kafka.bootstrap.servers", bootstrap)
         .option("includeHeaders", "true")
     )
     for k, v in options.items():
         r = r.option(k, v)
-    df = r.load()
-    assert [f.simpleString() for f in df.schema.fields] == [
-        "key:binary",
-        "value:binary",
-        "topic:string",
-        "partition:int",
-        "offset:bigint",
-        "timestamp:timestamp",
-        "timestampType:int",
-        "headers:array<struct<key:string,value:binary>>",
-    ]
+    return rows_of(r.load())
+
+
+def rows_of(df: Any) -> list[tuple]:
+    assert [f.simpleString() for f in df.schema.fields] == SCHEMA
     out = []
-    for row in df.collect():
-        key, value, topic, partition, offset, ts, ts_type, headers = row
+    for key, value, topic, partition, offset, ts, ts_type, headers in df.collect():
         hs = None if headers is None else [(h.key, h.value and bytes(h.value)) for h in headers]
         out.append((key and bytes(key), bytes(value), topic, partition, offset, ts, ts_type, hs))
     return sorted(out, key=lambda r: (r[3], r[4]))
@@ -105,7 +111,7 @@ def test_same_rows_as_spark_kafka(
     create(broker, topic, 3)
     produce(broker, topic, 300)
     opts = {"subscribe": topic, **{k: v.replace('"T"', f'"{topic}"') for k, v in options.items()}}
-    ours = rows(spark, "kafkars", broker, opts)
-    theirs = rows(spark, "kafka", broker, opts)
+    ours = rows(spark, "kafkars", broker.bootstrap_servers, opts)
+    theirs = rows(spark, "kafka", broker.bootstrap_servers, opts)
     assert len(ours) == count
     assert ours == theirs
