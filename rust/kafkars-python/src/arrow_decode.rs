@@ -1001,3 +1001,71 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ArrowFetcher>()?;
     m.add_function(wrap_pyfunction!(decode_batches_arrow, m)?)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kafkars_record::{ControlRecordType, EndTransactionMarker, NewRecord, RecordBatchBuilder};
+
+    fn data(base: i64, pid: i64, values: &[&str]) -> Vec<u8> {
+        let mut b = RecordBatchBuilder::new()
+            .base_offset(base)
+            .producer(pid, 0, 0)
+            .transactional(true);
+        for v in values {
+            b.append(NewRecord::with_value(1, v.as_bytes()));
+        }
+        b.build().unwrap()
+    }
+
+    fn marker(base: i64, pid: i64, control_type: ControlRecordType) -> Vec<u8> {
+        let m = EndTransactionMarker {
+            control_type,
+            coordinator_epoch: 0,
+        };
+        m.build_batch(base, 1, 0, pid, 0).unwrap()
+    }
+
+    fn values(log: &[Vec<u8>], aborted: Option<Vec<(i64, i64)>>) -> Vec<String> {
+        let blobs = Blobs::Binary(BinaryArray::from_iter_values([log.concat()]));
+        let opts = Options {
+            include_headers: false,
+            batch_fields: false,
+            on_error: OnError::Raise,
+            verify_crc: true,
+            skip_control: true,
+            start_offset: None,
+            end_offset: None,
+            aborted,
+        };
+        let batch = decode(
+            &blobs,
+            &PerRow::Scalar("t".to_owned()),
+            &PerRow::Scalar(Some(0)),
+            &opts,
+        )
+        .map_err(|e| e.message)
+        .unwrap();
+        let col = batch.column_by_name("value").unwrap();
+        let col = col.as_any().downcast_ref::<BinaryArray>().unwrap();
+        col.iter()
+            .map(|v| String::from_utf8(v.unwrap().to_vec()).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn read_committed_leaves_out_aborted_transactions_only() {
+        // Producer 7 aborts, then commits; producer 8's transaction interleaves and commits.
+        let log = vec![
+            data(0, 7, &["a0", "a1"]),
+            data(2, 8, &["b0"]),
+            marker(3, 7, ControlRecordType::Abort),
+            data(4, 7, &["c0"]),
+            marker(5, 7, ControlRecordType::Commit),
+            marker(6, 8, ControlRecordType::Commit),
+        ];
+        assert_eq!(values(&log, None), ["a0", "a1", "b0", "c0"]);
+        assert_eq!(values(&log, Some(vec![(7, 0)])), ["b0", "c0"]);
+        assert_eq!(values(&log, Some(vec![])), ["a0", "a1", "b0", "c0"]);
+    }
+}
