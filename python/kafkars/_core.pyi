@@ -125,6 +125,7 @@ class ArrowFetcher:
         include_headers: bool = False,
         max_bytes: int = ...,
         max_wait_ms: int = 500,
+        isolation_level: int = 0,
     ) -> tuple[int, int, int, int | None, tuple[Any, Any] | None]: ...
     def close(self) -> None: ...
 

@@ -12,12 +12,15 @@ Options follow Spark's Kafka source (see README); `path` reads a log directory o
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import json
 import mmap
 import re
 import struct
 import time
-from collections.abc import Iterator, Sequence
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,8 +44,14 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from kafkars.security.client_auth import ClientSecurity, client_security
 from kafkars_spark.arrow import HEADERS_DDL, KAFKA_DDL, conform, decode_batches
-from kafkars_spark.wire import EARLIEST, LATEST, KafkaClient, KafkaError
+from kafkars_spark.wire import (
+    EARLIEST,
+    LATEST,
+    KafkaClient,
+    KafkaError,
+)
 
 TopicPartition = tuple[str, int]
 OFFSET_OUT_OF_RANGE = 1
@@ -78,6 +87,10 @@ class SegmentRange(InputPartition):
     path: str
 
 
+READ_UNCOMMITTED, READ_COMMITTED = 0, 1
+_ISOLATION = {"read_uncommitted": READ_UNCOMMITTED, "read_committed": READ_COMMITTED}
+
+
 def _bool(options: Any, name: str, default: bool) -> bool:
     v = options.get(name)
     return default if v is None else str(v).strip().lower() == "true"
@@ -106,6 +119,24 @@ class _Options:
         self.max_offsets = int(o["maxoffsetspertrigger"]) if "maxoffsetspertrigger" in o else None
         self.streaming = streaming
         self.poll_timeout = float(o.get("kafkaconsumer.polltimeoutms", 120000)) / 1000
+        level = str(o.get("kafka.isolation.level", "read_uncommitted")).strip().lower()
+        if level not in _ISOLATION:
+            raise ValueError(
+                f"kafka.isolation.level must be read_uncommitted or read_committed, not {level!r}"
+            )
+        self.isolation = _ISOLATION[level]
+        # Spark's Kafka security options (kafka.security.protocol, kafka.sasl.*,
+        # kafka.ssl.*), resolved here once; executors connect with the result.
+        self.security = client_security(_kafka_properties(o))
+        if self.path is not None and self.isolation == READ_COMMITTED:
+            raise ValueError(
+                "kafka.isolation.level=read_committed needs a broker: a log directory read "
+                "offline ('path') has no last stable offset"
+            )
+
+    def client(self) -> KafkaClient:
+        assert self.bootstrap is not None, "a broker's options (not 'path')"
+        return KafkaClient(self.bootstrap, security=self.security, isolation_level=self.isolation)
 
     def wanted(self, topics: Sequence[str]) -> list[str]:
         """The topics the subscription names, among `topics` (what exists)."""
@@ -149,7 +180,7 @@ class _KafkaPlanner:
 
     def client(self) -> KafkaClient:
         assert self.opts.bootstrap is not None
-        return KafkaClient(self.opts.bootstrap)
+        return self.opts.client()
 
     def partitions(self, client: KafkaClient) -> list[TopicPartition]:
         o = self.opts
@@ -199,6 +230,18 @@ class _KafkaPlanner:
     def ending(
         self, client: KafkaClient, tps: Sequence[TopicPartition]
     ) -> dict[TopicPartition, int]:
+        o = self.opts.raw
+        if "endingtimestamp" in o or "endingoffsetsbytimestamp" in o:
+            if "endingtimestamp" in o:
+                ts = {tp: int(o["endingtimestamp"]) for tp in tps}
+            else:
+                ts = _spec_offsets(o["endingoffsetsbytimestamp"], "", tps, what="timestamps")
+            found = client.list_offsets(ts) if ts else {}
+            # As Spark: no record that late ends the range at the latest offset.
+            latest = [tp for tp, off in found.items() if off < 0]
+            if latest:
+                found.update(client.list_offsets(dict.fromkeys(latest, LATEST)))
+            return found
         spec = _spec_offsets(
             self.opts.raw.get("endingoffsets"), "latest", tps, what="endingOffsets"
         )
@@ -252,12 +295,15 @@ def read_range(
     include_headers: bool,
     fail_on_data_loss: bool,
     timeout: float = 120.0,
+    isolation: int = READ_UNCOMMITTED,
+    security: ClientSecurity | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Fetches `[r.start, r.end)` and yields it decoded, one Arrow batch per fetch (the
-    fetch and the decoding both happen in Rust; see `KafkaClient.fetch`)."""
+    fetch and the decoding both happen in Rust; see `KafkaClient.fetch`). read_committed
+    leaves out control records and the records of aborted transactions."""
     pos = r.start
     deadline = time.monotonic() + timeout
-    with KafkaClient(bootstrap) as client:
+    with KafkaClient(bootstrap, security=security, isolation_level=isolation) as client:
         while pos < r.end:
             try:
                 resp = client.fetch(
@@ -419,6 +465,8 @@ class KafkarsReader(DataSourceReader):
                 include_headers=self.opts.include_headers,
                 fail_on_data_loss=self.opts.fail_on_data_loss,
                 timeout=self.opts.poll_timeout,
+                isolation=self.opts.isolation,
+                security=self.opts.security,
             )
 
 
@@ -537,6 +585,8 @@ class KafkarsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             include_headers=self.opts.include_headers,
             fail_on_data_loss=self.opts.fail_on_data_loss,
             timeout=self.opts.poll_timeout,
+            isolation=self.opts.isolation,
+            security=self.opts.security,
         )
 
     def commit(self, end: dict) -> None:
@@ -550,23 +600,60 @@ class KafkarsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
 # --- writers --------------------------------------------------------------------------------
 
+#: Where the exactly-once sink keeps its per-task markers, as consumer-group offsets
+#: committed inside each task's transaction (option `commitsTopic`).
+COMMITS_TOPIC = "__kafkars_spark_commits"
+# Spark sets these on every task of a streaming micro-batch (StreamExecution.QUERY_ID_KEY,
+# MicroBatchExecution.BATCH_ID_KEY); the query id survives restarts from a checkpoint.
+_QUERY_ID_KEY = "sql.streaming.queryId"
+_BATCH_ID_KEY = "streaming.sql.batchId"
+_TXN_TIMEOUT = 60.0
+
 
 @dataclass
 class WriteResult(WriterCommitMessage):
     records: int
+    #: The Spark partition (task) that wrote them, and its transactional id (exactlyOnce).
+    partition: int = -1
+    transactional_id: str | None = None
+    #: exactlyOnce: an earlier attempt had committed this task's rows already (a replay).
+    replayed: bool = False
+
+
+def _kafka_properties(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The `kafka.`-prefixed options as Kafka client properties."""
+    return {k[6:]: v for k, v in options.items() if k.lower().startswith("kafka.")}
+
+
+def _is_security_setting(name: str) -> bool:
+    return (
+        name.startswith(("security.", "sasl.", "ssl."))
+        or name == "enable.ssl.certificate.verification"
+    )
 
 
 def _producer_config(options: dict[str, str]) -> dict[str, str]:
+    """librdkafka's settings for the sink's producer: the `kafka.*` options, their
+    security settings (Java's names as Spark's connector takes them) translated."""
     conf = {}
-    for k, v in options.items():
-        if k.lower().startswith("kafka."):
-            name = k[6:]
-            if name.lower() in _REJECTED:
-                raise ValueError(f"Kafka option '{name}' is not supported")
+    properties = _kafka_properties(options)
+    for name, v in properties.items():
+        if name.lower() in _REJECTED:
+            raise ValueError(f"Kafka option '{name}' is not supported")
+        if name.lower() in ("isolation.level", "transactional.id"):
+            continue  # a consumer setting; the exactly-once sink sets the id itself
+        if not _is_security_setting(name.lower()):
             conf[name] = v
     if "bootstrap.servers" not in conf:
         raise ValueError("option 'kafka.bootstrap.servers' must be set")
+    conf.update(client_security(properties).librdkafka_config())
     return conf
+
+
+def _connection_config(conf: dict[str, str]) -> dict[str, str]:
+    """The settings of `conf` any client needs (where and how to connect)."""
+    keep = ("bootstrap.servers", "security.", "sasl.", "ssl.", "client.")
+    return {k: v for k, v in conf.items() if k.startswith(keep)}
 
 
 def _bytes_column(batch: pa.RecordBatch, name: str) -> list[bytes | None] | None:
@@ -578,21 +665,8 @@ def _bytes_column(batch: pa.RecordBatch, name: str) -> list[bytes | None] | None
     return col.to_pylist()
 
 
-def produce_batches(options: dict[str, str], batches: Iterator[pa.RecordBatch]) -> int:
-    """Sends the rows (value, optional key/topic/partition/headers) and waits for every
-    acknowledgement: at-least-once, as Spark's Kafka sink."""
-    from confluent_kafka import KafkaException, Producer
-
-    opts = {k.lower(): v for k, v in options.items()}
-    default_topic = opts.get("topic")
-    conf = {"linger.ms": "5", **_producer_config(options)}
-    producer = Producer(conf)
-    errors: list[Any] = []
-
-    def on_delivery(err: Any, _msg: Any) -> None:
-        if err is not None:
-            errors.append(err)
-
+def _send(producer: Any, default_topic: str | None, batches: Iterator[pa.RecordBatch]) -> int:
+    """Hands the rows (value, optional key/topic/partition/headers) to `producer`."""
     n = 0
     for batch in batches:
         if "value" not in batch.schema.names:
@@ -606,7 +680,7 @@ def produce_batches(options: dict[str, str], batches: Iterator[pa.RecordBatch]) 
             topic = default_topic or (topics[i] if topics else None)
             if not topic:
                 raise ValueError("no topic: set the 'topic' option or a 'topic' column")
-            kwargs: dict[str, Any] = {"value": value, "on_delivery": on_delivery}
+            kwargs: dict[str, Any] = {"value": value}
             if keys is not None:
                 kwargs["key"] = keys[i]
             if parts is not None and parts[i] is not None:
@@ -621,6 +695,27 @@ def produce_batches(options: dict[str, str], batches: Iterator[pa.RecordBatch]) 
                     producer.poll(0.1)
             n += 1
         producer.poll(0)
+    return n
+
+
+def _default_topic(options: dict[str, str]) -> str | None:
+    return {k.lower(): v for k, v in options.items()}.get("topic")
+
+
+def produce_batches(options: dict[str, str], batches: Iterator[pa.RecordBatch]) -> int:
+    """Sends the rows and waits for every acknowledgement: at-least-once, as Spark's
+    Kafka sink."""
+    from confluent_kafka import KafkaException, Producer
+
+    errors: list[Any] = []
+
+    def on_delivery(err: Any, _msg: Any) -> None:
+        if err is not None:
+            errors.append(err)
+
+    conf = {"linger.ms": "5", **_producer_config(options), "on_delivery": on_delivery}
+    producer = Producer(conf)
+    n = _send(producer, _default_topic(options), batches)
     remaining = producer.flush(120)
     if remaining:
         raise KafkaException(f"{remaining} records not acknowledged")
@@ -629,25 +724,168 @@ def produce_batches(options: dict[str, str], batches: Iterator[pa.RecordBatch]) 
     return n
 
 
+def _marker(write_id: str, epoch: int, records: int) -> str:
+    return json.dumps({"write": write_id, "epoch": epoch, "records": records})
+
+
+def _committed_before(metadata: str | None, write_id: str, epoch: int) -> bool:
+    """Whether a task marker says this write's `epoch` (or a later one) was committed."""
+    try:
+        m = json.loads(metadata or "")
+    except ValueError:
+        return False
+    return isinstance(m, dict) and m.get("write") == write_id and int(m.get("epoch", -1)) >= epoch
+
+
+def produce_exactly_once(
+    options: dict[str, str],
+    batches: Iterator[pa.RecordBatch],
+    *,
+    prefix: str,
+    write_id: str,
+    epoch: int,
+    commits_topic: str,
+) -> WriteResult:
+    """One task's rows in one Kafka transaction, with the task's marker (`write_id`,
+    `epoch`) committed in the same transaction as a consumer-group offset (group = the
+    transactional id `{prefix}-{partition}`). A replayed task whose marker is there
+    already writes nothing; a new producer with the same id fences any older one."""
+    from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    part = ctx.partitionId() if ctx is not None else 0
+    batches = iter(batches)
+    first = next((b for b in batches if b.num_rows), None)
+    if first is None:
+        return WriteResult(0, part)  # nothing to write, nothing to replay
+    txn_id = f"{prefix}-{part}"
+    conf = _producer_config(options)
+    producer = Producer({"linger.ms": "5", **conf, "transactional.id": txn_id})
+    # Fences the producers of earlier attempts (retries, a killed driver's tasks) and
+    # completes or aborts their transaction, so the marker read next is settled.
+    producer.init_transactions(_TXN_TIMEOUT)
+    consumer = Consumer(
+        {
+            **_connection_config(conf),
+            "group.id": txn_id,
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        (done,) = consumer.committed([TopicPartition(commits_topic, 0)], _TXN_TIMEOUT)
+        if done.error is not None:
+            raise KafkaException(done.error)
+        if _committed_before(done.metadata, write_id, epoch):
+            for _ in batches:  # drain: Spark expects the input consumed
+                pass
+            return WriteResult(0, part, txn_id, replayed=True)
+        producer.begin_transaction()
+        try:
+            n = _send(producer, _default_topic(options), itertools.chain([first], batches))
+            marker = TopicPartition(
+                commits_topic, 0, epoch + 1, metadata=_marker(write_id, epoch, n)
+            )
+            producer.send_offsets_to_transaction(
+                [marker], consumer.consumer_group_metadata(), _TXN_TIMEOUT
+            )
+            producer.commit_transaction(_TXN_TIMEOUT)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                producer.abort_transaction(_TXN_TIMEOUT)
+            raise
+        return WriteResult(n, part, txn_id)
+    finally:
+        consumer.close()
+
+
+def ensure_commits_topic(options: dict[str, str], topic: str) -> None:
+    """Creates the markers' topic (one partition) if it is missing."""
+    from confluent_kafka import KafkaError as ClientError
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient(dict(_connection_config(_producer_config(options))))
+    try:
+        admin.create_topics([NewTopic(topic, 1)])[topic].result(30)
+    except KafkaException as e:
+        if e.args[0].code() != ClientError.TOPIC_ALREADY_EXISTS:
+            raise
+
+
+class _ExactlyOnce:
+    """The exactlyOnce options: `transactionalIdPrefix`, `commitsTopic`."""
+
+    def __init__(self, options: dict[str, str]) -> None:
+        o = {k.lower(): v for k, v in options.items()}
+        self.enabled = _bool(o, "exactlyonce", False)
+        self.prefix = o.get("transactionalidprefix")
+        self.commits_topic = o.get("commitstopic", COMMITS_TOPIC)
+        if self.enabled:
+            ensure_commits_topic(options, self.commits_topic)
+
+
 class KafkarsWriter(DataSourceArrowWriter):
+    """Batch writes. exactlyOnce: every task's rows in one transaction, a retried task
+    writing nothing when its predecessor had committed."""
+
     def __init__(self, options: dict[str, str], schema: StructType) -> None:
         _producer_config(options)
         self.options = options
+        self.txn = _ExactlyOnce(options)
+        self.write_id = str(uuid.uuid4())  # made on the driver: one id for all the tasks
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriteResult:
-        return WriteResult(produce_batches(self.options, iterator))
+        if not self.txn.enabled:
+            return WriteResult(produce_batches(self.options, iterator))
+        return produce_exactly_once(
+            self.options,
+            iterator,
+            prefix=self.txn.prefix or f"kafkars-spark-{self.write_id}",
+            write_id=self.write_id,
+            epoch=0,
+            commits_topic=self.txn.commits_topic,
+        )
 
 
 class KafkarsStreamWriter(DataSourceStreamArrowWriter):
+    """Streaming writes; at-least-once, or exactlyOnce: each task of a micro-batch
+    commits its rows in one transaction whose id is `{prefix}-{task partition}` (prefix
+    `kafkars-spark-{query id}` unless `transactionalIdPrefix` is set) together with a
+    marker (query id, batch id). When a restarted query replays a micro-batch that was
+    not in its checkpoint's commit log, the tasks whose marker is there write nothing."""
+
     def __init__(self, options: dict[str, str], schema: StructType) -> None:
         _producer_config(options)
         self.options = options
+        self.txn = _ExactlyOnce(options)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriteResult:
-        return WriteResult(produce_batches(self.options, iterator))
+        if not self.txn.enabled:
+            return WriteResult(produce_batches(self.options, iterator))
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        query_id = ctx.getLocalProperty(_QUERY_ID_KEY) if ctx is not None else None
+        batch_id = ctx.getLocalProperty(_BATCH_ID_KEY) if ctx is not None else None
+        if query_id is None or batch_id is None:
+            raise RuntimeError("exactlyOnce: the task carries no streaming query or batch id")
+        return produce_exactly_once(
+            self.options,
+            iterator,
+            prefix=self.txn.prefix or f"kafkars-spark-{query_id}",
+            write_id=query_id,
+            epoch=int(batch_id),
+            commits_topic=self.txn.commits_topic,
+        )
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        """Records are acknowledged in `write`; nothing is left to commit."""
+        """Every task has committed its own transaction by now (Kafka has no two-phase
+        commit across producers); Spark records the batch in its commit log after this."""
+        if self.txn.enabled and any(not isinstance(m, WriteResult) for m in messages):
+            raise RuntimeError(f"exactlyOnce: a task of batch {batchId} reported no result")
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        """Sent records stay (at-least-once); a retried batch may write them again."""
+        """Committed tasks stay: at-least-once; with exactlyOnce the replay of the batch
+        skips them, and a failed task's transaction was aborted (or is fenced)."""

@@ -105,7 +105,9 @@ class Connection:
 
 class KafkaClient:
     """Connections to the brokers of one cluster, found from `bootstrap_servers`, each
-    with the TLS and SASL of `security` (None: PLAINTEXT)."""
+    with the TLS and SASL of `security` (None: PLAINTEXT), reading at `isolation_level`
+    (0 read_uncommitted; 1 read_committed: `latest` is the last stable offset, fetches
+    stop there and leave aborted transactions out)."""
 
     def __init__(
         self,
@@ -113,9 +115,11 @@ class KafkaClient:
         *,
         timeout: float = 30.0,
         security: ClientSecurity | None = None,
+        isolation_level: int = 0,
     ) -> None:
         self.timeout = timeout
         self.security = security or PLAINTEXT
+        self.isolation_level = isolation_level
         self.bootstrap = [_host_port(s) for s in bootstrap_servers.split(",") if s.strip()]
         if not self.bootstrap:
             raise ValueError("kafka.bootstrap.servers is empty")
@@ -177,7 +181,7 @@ class KafkaClient:
 
     def list_offsets(self, requests: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
         """Offsets for `{(topic, partition): timestamp}` (-2 earliest, -1 latest, or a ms
-        timestamp, giving -1 when no record is that late); ListOffsets v1."""
+        timestamp, giving -1 when no record is that late); ListOffsets v2."""
         by_leader: dict[tuple[str, int], dict[tuple[str, int], int]] = {}
         for tp, ts in requests.items():
             conn = self._leader_conn(*tp)
@@ -189,6 +193,7 @@ class KafkaClient:
                 topics.setdefault(t, []).append((p, ts))
             body = {
                 "replica_id": -1,
+                "isolation_level": self.isolation_level,
                 "topics": [
                     {
                         "name": t,
@@ -197,7 +202,7 @@ class KafkaClient:
                     for t, ps in topics.items()
                 ],
             }
-            r = self._conn(addr).request(_LIST_OFFSETS, 1, body)
+            r = self._conn(addr).request(_LIST_OFFSETS, 2, body)
             for t in r["topics"]:
                 for p in t["partitions"]:
                     if p["error_code"]:
@@ -217,8 +222,9 @@ class KafkaClient:
         include_headers: bool,
         max_bytes: int = 8 << 20,
     ) -> FetchedPartition:
-        """The records of `[offset, end_offset)` in the batches from `offset` on (Fetch v5,
-        read_uncommitted; control batches left out), fetched and decoded in Rust."""
+        """The records of `[offset, end_offset)` in the batches from `offset` on (Fetch v5 at
+        the client's isolation level; control batches left out), fetched and decoded in
+        Rust. Under read_committed `high_watermark` is the last stable offset."""
         conn = self._leader_conn(topic, partition)
         addr = (conn.host, conn.port)
         fetcher = self._fetchers.get(addr)
@@ -237,6 +243,7 @@ class KafkaClient:
             end_offset,
             include_headers=include_headers,
             max_bytes=max_bytes,
+            isolation_level=self.isolation_level,
         )
         if error in _RETRIABLE:
             self.leaders.pop((topic, partition), None)

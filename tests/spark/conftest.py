@@ -16,6 +16,15 @@ pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
 
 
+def connector_jars() -> list[str]:
+    """Spark's own Kafka connector and what it adds to pyspark's jars, as `make
+    spark-connector-deps` puts them (`$SPARK_KAFKA_JARS`); empty when not fetched."""
+    root = os.environ.get("SPARK_KAFKA_JARS")
+    base = Path(root) if root else Path.home() / ".cache" / "kafkars" / "spark-sql-kafka"
+    jars = sorted(str(j) for j in base.glob("*.jar"))
+    return jars if any("spark-sql-kafka-0-10" in j for j in jars) else []
+
+
 def _java_home() -> str | None:
     if os.environ.get("JAVA_HOME"):
         return os.environ["JAVA_HOME"]
@@ -50,6 +59,8 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("warehouse")))
         .config("spark.python.worker.reuse", "true")
+        # Spark's Kafka connector, when fetched, for the side-by-side tests.
+        .config("spark.jars", ",".join(connector_jars()))
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")

@@ -12,6 +12,7 @@ opened with `cryptography`; rustls gets plain PEM.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -121,8 +122,9 @@ def _decrypted_pem_key(pem: bytes, password: bytes) -> bytes:
     return _unencrypted_pem_key(key)
 
 
-def listener_tls_settings(config: Any, listener: str) -> dict[str, Any]:
-    """The settings of one SSL listener, for ``_core.SocketServer(tls=...)``."""
+def _keystore(config: Any, listener: str) -> tuple[bytes, bytes] | None:
+    """(private key, certificate chain) as PEM from ``ssl.keystore.*`` (a PEM or PKCS12
+    file, or the inline PEM key and chain); None when none is set."""
     location = _value(config, listener, "ssl.keystore.location")
     keystore_type = _store_type(config, listener, "ssl.keystore.type", location is not None)
     key_password = _password(config, listener, "ssl.key.password")
@@ -131,34 +133,73 @@ def listener_tls_settings(config: Any, listener: str) -> dict[str, Any]:
     if location is not None and keystore_type == "PKCS12":
         keystore = _read("ssl.keystore.location", str(location))
         password = _password(config, listener, "ssl.keystore.password")
-        private_key, chain = _pkcs12_keystore(keystore, password)
-    elif location is not None:
-        keystore = _read("ssl.keystore.location", str(location))
-        private_key, chain = keystore, keystore
+        return _pkcs12_keystore(keystore, password)
+    if location is not None:
+        private_key = chain = _read("ssl.keystore.location", str(location))
     elif inline_key is not None and inline_chain is not None:
         private_key, chain = str(inline_key).encode(), str(inline_chain).encode()
     else:
+        return None
+    if key_password is not None:
+        private_key = _decrypted_pem_key(private_key, key_password)
+    return private_key, chain
+
+
+def _truststore(config: Any, listener: str) -> bytes | None:
+    """The trusted certificates as PEM from ``ssl.truststore.*``; None when none is set."""
+    trust_location = _value(config, listener, "ssl.truststore.location")
+    truststore_type = _store_type(
+        config, listener, "ssl.truststore.type", trust_location is not None
+    )
+    inline_trust = _value(config, listener, "ssl.truststore.certificates")
+    if trust_location is not None:
+        truststore = _read("ssl.truststore.location", str(trust_location))
+        if truststore_type == "PKCS12":
+            password = _password(config, listener, "ssl.truststore.password")
+            truststore = _pkcs12_truststore(truststore, password)
+        return truststore
+    return None if inline_trust is None else str(inline_trust).encode()
+
+
+class _ClientProperties:
+    """A client's properties (Kafka's names), looked up as a listener's settings."""
+
+    def __init__(self, properties: Mapping[str, Any]) -> None:
+        self.properties = properties
+
+    def listener_config(self, _listener: str, name: str) -> Any:
+        return self.properties.get(name)
+
+
+def client_tls_settings(properties: Mapping[str, Any]) -> dict[str, Any]:
+    """A Kafka client's TLS settings from its properties (Java's names:
+    ``ssl.truststore.*``, ``ssl.keystore.*``, ``ssl.key.password``,
+    ``ssl.endpoint.identification.algorithm``): the trusted certificates (None: the
+    system's), the key and chain presented when the broker asks (None: none), and
+    whether the broker's host name is checked."""
+    config = _ClientProperties(properties)
+    identity = _keystore(config, "")
+    algorithm = properties.get("ssl.endpoint.identification.algorithm", "https")
+    return {
+        "truststore": _truststore(config, ""),
+        "private_key": None if identity is None else identity[0],
+        "certificate_chain": None if identity is None else identity[1],
+        "check_hostname": bool(str(algorithm or "").strip()),
+    }
+
+
+def listener_tls_settings(config: Any, listener: str) -> dict[str, Any]:
+    """The settings of one SSL listener, for ``_core.SocketServer(tls=...)``."""
+    identity = _keystore(config, listener)
+    if identity is None:
         raise ConfigException(
             f"Listener {listener} is SSL but has no key store: set ssl.keystore.location "
             "(PEM with key and certificate chain) or ssl.keystore.key and "
             "ssl.keystore.certificate.chain",
             name="ssl.keystore.location",
         )
-    if key_password is not None and keystore_type != "PKCS12":
-        private_key = _decrypted_pem_key(private_key, key_password)
-    trust_location = _value(config, listener, "ssl.truststore.location")
-    truststore_type = _store_type(
-        config, listener, "ssl.truststore.type", trust_location is not None
-    )
-    inline_trust = _value(config, listener, "ssl.truststore.certificates")
-    truststore: bytes | None = None
-    if trust_location is not None:
-        truststore = _read("ssl.truststore.location", str(trust_location))
-        if truststore_type == "PKCS12":
-            password = _password(config, listener, "ssl.truststore.password")
-            truststore = _pkcs12_truststore(truststore, password)
-    elif inline_trust is not None:
-        truststore = str(inline_trust).encode()
+    private_key, chain = identity
+    truststore = _truststore(config, listener)
     protocols = _value(config, listener, "ssl.enabled.protocols") or []
     suites = _value(config, listener, "ssl.cipher.suites") or []
     return {

@@ -6,10 +6,16 @@ SaslHandshake and SaslAuthenticate (PLAIN, SCRAM-SHA-256/512)."""
 
 from __future__ import annotations
 
+import ssl
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kafkars import _core
+from kafkars.config.definition import ConfigException
+from kafkars.config.ssl import _decrypted_pem_key, client_tls_settings
+from kafkars.security.jaas import parse_jaas_config
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
@@ -75,6 +81,25 @@ class ClientSecurity:
             },
         }
 
+    def librdkafka_config(self) -> dict[str, str]:
+        """The same settings as librdkafka (confluent-kafka) takes them: the PEMs inline,
+        the login as sasl.username/sasl.password."""
+        conf = {"security.protocol": self.protocol}
+        if self.sasl is not None:
+            conf["sasl.mechanism"] = self.sasl.mechanism
+            conf["sasl.username"] = self.sasl.username
+            conf["sasl.password"] = self.sasl.password
+        if self.tls is not None:
+            conf["ssl.ca.pem"] = self.tls.truststore.decode()
+            if self.tls.certificate_chain is not None and self.tls.private_key is not None:
+                conf["ssl.certificate.pem"] = self.tls.certificate_chain.decode()
+                conf["ssl.key.pem"] = self.tls.private_key.decode()
+            conf["ssl.endpoint.identification.algorithm"] = (
+                "https" if self.tls.check_hostname else "none"
+            )
+            conf["enable.ssl.certificate.verification"] = str(self.tls.verify).lower()
+        return conf
+
     def connect(
         self, address: tuple[str, int], *, timeout_s: float, client_id: str
     ) -> _core.BrokerConnection:
@@ -90,3 +115,84 @@ class ClientSecurity:
 
 
 PLAINTEXT = ClientSecurity()
+
+
+def system_trust() -> bytes | None:
+    """The system's CA certificates (PEM), what a TLS client trusts without a trust store."""
+    paths = ssl.get_default_verify_paths()
+    for candidate in (paths.cafile, paths.openssl_cafile):
+        if candidate and Path(candidate).is_file():
+            return Path(candidate).read_bytes()
+    return None
+
+
+def client_security(config: Mapping[str, Any]) -> ClientSecurity:
+    """A Kafka client's security settings from its properties, as Kafka's Java clients
+    (and Spark's `kafka.*` options) name them or as librdkafka does: `security.protocol`;
+    `sasl.mechanism` with `sasl.jaas.config` (or `sasl.username`/`sasl.password`);
+    `ssl.truststore.*`/`ssl.keystore.*` (PEM or PKCS12) or `ssl.ca.location`,
+    `ssl.certificate.location`, `ssl.key.location`; `ssl.key.password`,
+    `ssl.endpoint.identification.algorithm`, `enable.ssl.certificate.verification`.
+    ConfigException names the setting that is wrong or missing."""
+    protocol = str(config.get("security.protocol", "PLAINTEXT")).upper()
+    if protocol not in SECURITY_PROTOCOLS:
+        raise ConfigException.invalid(
+            "security.protocol", protocol, f"one of {', '.join(SECURITY_PROTOCOLS)}"
+        )
+    tls = _tls_settings(config) if protocol in ("SSL", "SASL_SSL") else None
+    sasl = None
+    if protocol.startswith("SASL_"):
+        mechanism = config.get("sasl.mechanism", config.get("sasl.mechanisms", "GSSAPI"))
+        sasl = SaslLogin(str(mechanism).upper(), *sasl_credentials(config))
+    return ClientSecurity(protocol, tls, sasl)
+
+
+def sasl_credentials(config: Mapping[str, Any]) -> tuple[str, str]:
+    """`sasl.username`/`sasl.password` (librdkafka's), else those of Java's
+    `sasl.jaas.config` (`... required username="u" password="p";`)."""
+    if "sasl.username" in config:
+        return str(config["sasl.username"]), str(config.get("sasl.password", ""))
+    if "sasl.jaas.config" in config:
+        options = parse_jaas_config(str(config["sasl.jaas.config"])).options
+        if "username" in options:
+            return options["username"], options.get("password", "")
+    raise ConfigException(
+        "SASL needs sasl.jaas.config (or sasl.username and sasl.password)",
+        name="sasl.jaas.config",
+    )
+
+
+def _tls_settings(config: Mapping[str, Any]) -> TlsSettings:
+    def read(name: str) -> bytes:
+        try:
+            with open(config[name], "rb") as f:
+                return f.read()
+        except OSError as e:
+            raise ConfigException.invalid(name, config[name], f"cannot read it: {e}") from None
+
+    java = client_tls_settings(config)
+    truststore = java["truststore"]
+    if truststore is None and "ssl.ca.location" in config:
+        truststore = read("ssl.ca.location")
+    if truststore is None:
+        truststore = system_trust()
+    if truststore is None:
+        raise ConfigException(
+            "no system CA file: set ssl.truststore.location (or ssl.ca.location)",
+            name="ssl.truststore.location",
+        )
+    key, chain = java["private_key"], java["certificate_chain"]
+    if chain is None and "ssl.certificate.location" in config:
+        chain = read("ssl.certificate.location")
+        # Without ssl.key.location the key is in the certificate's file.
+        key = read("ssl.key.location") if "ssl.key.location" in config else chain
+        if config.get("ssl.key.password"):
+            key = _decrypted_pem_key(key, str(config["ssl.key.password"]).encode())
+    algorithm = str(config.get("ssl.endpoint.identification.algorithm", "https")).lower()
+    return TlsSettings(
+        truststore=truststore,
+        certificate_chain=chain,
+        private_key=key,
+        check_hostname=algorithm not in ("", "none"),
+        verify=str(config.get("enable.ssl.certificate.verification", "true")).lower() != "false",
+    )

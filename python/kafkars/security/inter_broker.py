@@ -17,23 +17,12 @@ Rust client (`kafkars-client`).
 
 from __future__ import annotations
 
-import ssl
-from pathlib import Path
 from typing import Any
 
 from kafkars.config.definition import ConfigException
 from kafkars.config.ssl import listener_tls_settings
-from kafkars.security.client_auth import ClientSecurity, SaslLogin, TlsSettings
+from kafkars.security.client_auth import ClientSecurity, SaslLogin, TlsSettings, system_trust
 from kafkars.security.sasl import listener_jaas_config
-
-
-def system_trust() -> bytes | None:
-    """The system's CA certificates (PEM), what a TLS client trusts without a trust store."""
-    paths = ssl.get_default_verify_paths()
-    for candidate in (paths.cafile, paths.openssl_cafile):
-        if candidate and Path(candidate).is_file():
-            return Path(candidate).read_bytes()
-    return None
 
 
 def _system_trust() -> bytes:

@@ -23,13 +23,10 @@ from typing import Any
 import click
 
 from kafkars import __version__
-from kafkars.security.client_auth import (
-    SECURITY_PROTOCOLS,
-    AuthenticationError,
-    ClientSecurity,
-    SaslLogin,
-    TlsSettings,
-)
+from kafkars.config.definition import ConfigException
+from kafkars.security.client_auth import AuthenticationError, ClientSecurity
+from kafkars.security.client_auth import client_security as security_from_properties
+from kafkars.security.client_auth import sasl_credentials as credentials_from_properties
 
 # Bounded waits: Kafka's tools without a --timeout give up within this.
 DEFAULT_TIMEOUT_S = 10.0
@@ -344,34 +341,19 @@ _CLIENT_ID = "kafkars-tools"
 
 
 def client_security(config: dict[str, str]) -> ClientSecurity:
-    """A tool's client properties as the connection settings `WireClient` opens with."""
-    protocol = config.get("security.protocol", "PLAINTEXT").upper()
-    if protocol not in SECURITY_PROTOCOLS:
-        raise click.ClickException(f"unknown security.protocol {protocol}")
-    tls = _tls_settings(config) if protocol in ("SSL", "SASL_SSL") else None
-    sasl = None
-    if protocol.startswith("SASL_"):
-        mechanism = config.get("sasl.mechanism", config.get("sasl.mechanisms", "GSSAPI")).upper()
-        sasl = SaslLogin(mechanism, *sasl_credentials(config))
-    return ClientSecurity(protocol, tls, sasl)
+    """A tool's client properties (Java's or librdkafka's names) as the connection
+    settings `WireClient` opens with; a wrong setting is the tool's one-line error."""
+    try:
+        return security_from_properties(config)
+    except ConfigException as e:
+        raise click.ClickException(str(e)) from None
 
 
 def sasl_credentials(config: dict[str, Any]) -> tuple[str, str]:
-    """`sasl.username`/`sasl.password` (librdkafka's), else those of Java's
-    `sasl.jaas.config` (`... required username="u" password="p";`)."""
-    if "sasl.username" in config:
-        return config["sasl.username"], config.get("sasl.password", "")
-    if "sasl.jaas.config" in config:
-        from kafkars.config.definition import ConfigException
-        from kafkars.security.jaas import parse_jaas_config
-
-        try:
-            options = parse_jaas_config(config["sasl.jaas.config"]).options
-        except ConfigException as e:
-            raise click.ClickException(str(e)) from None
-        if "username" in options:
-            return options["username"], options.get("password", "")
-    raise click.ClickException("SASL needs sasl.username and sasl.password (or sasl.jaas.config)")
+    try:
+        return credentials_from_properties(config)
+    except ConfigException as e:
+        raise click.ClickException(str(e)) from None
 
 
 def librdkafka_config(config: dict[str, Any]) -> dict[str, Any]:
@@ -388,39 +370,3 @@ def librdkafka_config(config: dict[str, Any]) -> dict[str, Any]:
     for key in ("ssl.truststore.location", "ssl.truststore.type", "ssl.truststore.password"):
         out.pop(key, None)
     return out
-
-
-def _tls_settings(config: dict[str, str]) -> TlsSettings:
-    """librdkafka's ssl.* client properties as the Rust client's TLS settings (PEM files)."""
-    from kafkars.config.definition import ConfigException
-    from kafkars.config.ssl import _decrypted_pem_key
-    from kafkars.security.inter_broker import system_trust
-
-    def read(name: str) -> bytes:
-        try:
-            with open(config[name], "rb") as f:
-                return f.read()
-        except OSError as e:
-            raise click.ClickException(f"{name}: cannot read {config[name]}: {e}") from None
-
-    try:
-        truststore = read("ssl.ca.location") if "ssl.ca.location" in config else system_trust()
-        if truststore is None:
-            raise click.ClickException("no system CA file: set ssl.ca.location")
-        chain = key = None
-        if "ssl.certificate.location" in config:
-            chain = read("ssl.certificate.location")
-            # Without ssl.key.location the key is in the certificate's file.
-            key = read("ssl.key.location") if "ssl.key.location" in config else chain
-            if config.get("ssl.key.password"):
-                key = _decrypted_pem_key(key, config["ssl.key.password"].encode())
-    except ConfigException as e:
-        raise click.ClickException(str(e)) from None
-    return TlsSettings(
-        truststore=truststore,
-        certificate_chain=chain,
-        private_key=key,
-        check_hostname=config.get("ssl.endpoint.identification.algorithm", "https").lower()
-        not in ("", "none"),
-        verify=config.get("enable.ssl.certificate.verification", "true").lower() != "false",
-    )

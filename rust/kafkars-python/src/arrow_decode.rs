@@ -108,6 +108,51 @@ struct Options {
     skip_control: bool,
     start_offset: Option<i64>,
     end_offset: Option<i64>,
+    /// read_committed: the `(producer_id, first_offset)` of the aborted transactions a
+    /// Fetch returned, whose batches are left out; `None` reads uncommitted.
+    aborted: Option<Vec<(i64, i64)>>,
+}
+
+/// Which transactional batches a read_committed reader leaves out, batch by batch in
+/// offset order (Kafka's consumer logic): a producer is aborted from the first offset of
+/// its aborted transaction until its ABORT marker.
+struct AbortedFilter {
+    /// Aborted transactions not reached yet, latest first offset first (popped from the end).
+    pending: Vec<(i64, i64)>,
+    producers: std::collections::HashSet<i64>,
+}
+
+impl AbortedFilter {
+    fn new(mut aborted: Vec<(i64, i64)>) -> Self {
+        aborted.sort_by_key(|&(pid, first)| std::cmp::Reverse((first, pid)));
+        Self {
+            pending: aborted,
+            producers: std::collections::HashSet::new(),
+        }
+    }
+
+    /// Whether `batch` belongs to an aborted transaction (its records are skipped).
+    fn skip(&mut self, batch: &RecordBatch<'_>) -> bool {
+        while let Some(&(pid, first)) = self.pending.last() {
+            if first > batch.last_offset() {
+                break;
+            }
+            self.producers.insert(pid);
+            self.pending.pop();
+        }
+        if !batch.is_transactional() || !self.producers.contains(&batch.producer_id()) {
+            return false;
+        }
+        if batch.is_control()
+            && matches!(
+                kafkars_record::control_record_type(batch),
+                Ok(Some(kafkars_record::ControlRecordType::Abort))
+            )
+        {
+            self.producers.remove(&batch.producer_id());
+        }
+        true
+    }
 }
 
 /// Column builders for the output rows.
@@ -378,6 +423,7 @@ fn decode(
     }
     let records = records.min(bytes / 8 + 1024).min(1 << 24);
     let mut cols = Columns::new(opts, records, bytes.min(1 << 30));
+    let mut aborted = opts.aborted.clone().map(AbortedFilter::new);
     for row in 0..blobs.len() {
         let Some(buf) = blobs.get(row) else { continue };
         let topic = topics.get(row);
@@ -398,6 +444,9 @@ fn decode(
                     break;
                 }
             };
+            if aborted.as_mut().is_some_and(|a| a.skip(&batch)) {
+                continue;
+            }
             if opts.skip_control && batch.is_control() {
                 continue;
             }
@@ -474,6 +523,7 @@ pub fn fuzz_decode_batches(
         skip_control: flags & 16 != 0,
         start_offset,
         end_offset,
+        aborted: None,
     };
     let blobs = Blobs::Binary(BinaryArray::from_iter(blobs.iter().copied()));
     let topics = PerRow::Scalar("fuzz".to_owned());
@@ -637,6 +687,7 @@ fn decode_batches_arrow<'py>(
         skip_control,
         start_offset,
         end_offset,
+        aborted: None,
     };
     let blobs = import_blobs(blobs)?;
     let topics = import_topics(topic, blobs.len())?;
@@ -658,15 +709,20 @@ fn decode_batches_arrow<'py>(
 struct FetchedHeader {
     error: i16,
     high_watermark: i64,
+    last_stable_offset: i64,
     log_start_offset: i64,
+    /// `(producer_id, first_offset)` of the aborted transactions (read_committed).
+    aborted: Vec<(i64, i64)>,
     records: std::ops::Range<usize>,
 }
 
-/// The Fetch version the reader speaks: read_uncommitted, with log start offsets.
+/// The Fetch version the reader speaks: isolation levels (v4) and log start offsets (v5).
 const FETCH_VERSION: i16 = 5;
 
-/// A Fetch (read_uncommitted) of one partition from `offset`.
+/// A Fetch of one partition from `offset`; `isolation_level` 0 reads uncommitted, 1
+/// committed (up to the last stable offset, with the aborted transactions).
 fn fetch_request(
+    isolation_level: i8,
     topic: &str,
     partition: i32,
     offset: i64,
@@ -681,7 +737,7 @@ fn fetch_request(
         .with_max_wait_ms(max_wait_ms)
         .with_min_bytes(1)
         .with_max_bytes(max_bytes)
-        .with_isolation_level(0)
+        .with_isolation_level(isolation_level)
         .with_topics(vec![
             FetchTopic::default()
                 .with_topic(TopicName(StrBytes::from_string(topic.to_owned())))
@@ -726,10 +782,18 @@ fn parse_fetch(
         }
         _ => 0..0,
     };
+    let aborted = found
+        .aborted_transactions
+        .iter()
+        .flatten()
+        .map(|a| (a.producer_id.0, a.first_offset))
+        .collect();
     Ok(FetchedHeader {
         error: found.error_code,
         high_watermark: found.high_watermark,
+        last_stable_offset: found.last_stable_offset,
         log_start_offset: found.log_start_offset,
+        aborted,
         records,
     })
 }
@@ -804,9 +868,13 @@ impl ArrowFetcher {
     /// offset after the last complete batch received (None if none came), the capsules
     /// None when there was no batch. I/O failures raise `OSError` (and drop the
     /// connection); corrupt batches raise `CorruptRecordError`.
+    ///
+    /// `isolation_level=1` reads committed: the broker stops at the last stable offset,
+    /// which is returned in place of the high watermark (the end a read_committed consumer
+    /// sees), and the batches of aborted transactions are left out.
     #[pyo3(signature = (
         topic, partition, offset, end_offset, *, include_headers=false,
-        max_bytes=8 << 20, max_wait_ms=500,
+        max_bytes=8 << 20, max_wait_ms=500, isolation_level=0,
     ))]
     #[allow(clippy::too_many_arguments, clippy::type_complexity)]
     fn fetch<'py>(
@@ -819,6 +887,7 @@ impl ArrowFetcher {
         include_headers: bool,
         max_bytes: i32,
         max_wait_ms: i32,
+        isolation_level: i8,
     ) -> PyResult<(
         i16,
         i64,
@@ -826,7 +895,12 @@ impl ArrowFetcher {
         Option<i64>,
         Option<(Bound<'py, PyCapsule>, Bound<'py, PyCapsule>)>,
     )> {
-        let opts = Options {
+        if !(0..=1).contains(&isolation_level) {
+            return Err(PyValueError::new_err(format!(
+                "isolation_level must be 0 (read_uncommitted) or 1 (read_committed), not {isolation_level}"
+            )));
+        }
+        let mut opts = Options {
             include_headers,
             batch_fields: false,
             on_error: OnError::Raise,
@@ -834,13 +908,25 @@ impl ArrowFetcher {
             skip_control: true,
             start_offset: Some(offset),
             end_offset: Some(end_offset),
+            aborted: None,
         };
-        let request = fetch_request(topic, partition, offset, max_bytes, max_wait_ms);
+        let request = fetch_request(
+            isolation_level,
+            topic,
+            partition,
+            offset,
+            max_bytes,
+            max_wait_ms,
+        );
         let (body, correlation) = py
             .detach(|| self.round_trip(&request))
             .map_err(|e| client_error(py, e))?;
         let out: Result<FetchOut, PyErr> = py.detach(|| {
-            let head = parse_fetch(&body, correlation, partition)?;
+            let mut head = parse_fetch(&body, correlation, partition)?;
+            if isolation_level == 1 {
+                head.high_watermark = head.last_stable_offset;
+                opts.aborted = Some(std::mem::take(&mut head.aborted));
+            }
             // Unique again once the decoded response is gone: back to a Vec, no copy.
             let body = Vec::from(body);
             let mut next = None;
@@ -905,4 +991,72 @@ impl ArrowFetcher {
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ArrowFetcher>()?;
     m.add_function(wrap_pyfunction!(decode_batches_arrow, m)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kafkars_record::{ControlRecordType, EndTransactionMarker, NewRecord, RecordBatchBuilder};
+
+    fn data(base: i64, pid: i64, values: &[&str]) -> Vec<u8> {
+        let mut b = RecordBatchBuilder::new()
+            .base_offset(base)
+            .producer(pid, 0, 0)
+            .transactional(true);
+        for v in values {
+            b.append(NewRecord::with_value(1, v.as_bytes()));
+        }
+        b.build().unwrap()
+    }
+
+    fn marker(base: i64, pid: i64, control_type: ControlRecordType) -> Vec<u8> {
+        let m = EndTransactionMarker {
+            control_type,
+            coordinator_epoch: 0,
+        };
+        m.build_batch(base, 1, 0, pid, 0).unwrap()
+    }
+
+    fn values(log: &[Vec<u8>], aborted: Option<Vec<(i64, i64)>>) -> Vec<String> {
+        let blobs = Blobs::Binary(BinaryArray::from_iter_values([log.concat()]));
+        let opts = Options {
+            include_headers: false,
+            batch_fields: false,
+            on_error: OnError::Raise,
+            verify_crc: true,
+            skip_control: true,
+            start_offset: None,
+            end_offset: None,
+            aborted,
+        };
+        let batch = decode(
+            &blobs,
+            &PerRow::Scalar("t".to_owned()),
+            &PerRow::Scalar(Some(0)),
+            &opts,
+        )
+        .map_err(|e| e.message)
+        .unwrap();
+        let col = batch.column_by_name("value").unwrap();
+        let col = col.as_any().downcast_ref::<BinaryArray>().unwrap();
+        col.iter()
+            .map(|v| String::from_utf8(v.unwrap().to_vec()).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn read_committed_leaves_out_aborted_transactions_only() {
+        // Producer 7 aborts, then commits; producer 8's transaction interleaves and commits.
+        let log = vec![
+            data(0, 7, &["a0", "a1"]),
+            data(2, 8, &["b0"]),
+            marker(3, 7, ControlRecordType::Abort),
+            data(4, 7, &["c0"]),
+            marker(5, 7, ControlRecordType::Commit),
+            marker(6, 8, ControlRecordType::Commit),
+        ];
+        assert_eq!(values(&log, None), ["a0", "a1", "b0", "c0"]);
+        assert_eq!(values(&log, Some(vec![(7, 0)])), ["b0", "c0"]);
+        assert_eq!(values(&log, Some(vec![])), ["a0", "a1", "b0", "c0"]);
+    }
 }
