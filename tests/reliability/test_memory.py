@@ -21,7 +21,7 @@ CONNECTIONS = 200
 REQUESTS_PER_CONNECTION = 3
 # Everything besides the pooled request bytes a burst may add: read buffers, responses,
 # allocator fragmentation, the handler threads' Python objects.
-CONSTANT = 160 * MIB
+CONSTANT = 96 * MIB
 
 
 @pytest.fixture
