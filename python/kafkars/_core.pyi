@@ -227,6 +227,7 @@ class LogManager:
     ) -> Self: ...
     broker_id: int
     log_dirs: list[str]
+    def offline_log_dirs(self) -> list[str]: ...
     def load_logs(
         self,
         threads_per_dir: int,

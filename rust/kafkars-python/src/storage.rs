@@ -380,6 +380,15 @@ impl PyLogManager {
         Ok(self.manager()?.log_dirs())
     }
 
+    /// The log dirs an I/O error took offline.
+    fn offline_log_dirs(&self) -> PyResult<Vec<String>> {
+        let dirs = self.manager()?.offline_log_dirs();
+        Ok(dirs
+            .iter()
+            .map(|d| d.to_string_lossy().into_owned())
+            .collect())
+    }
+
     /// Loads (and after an unclean stop, recovers) every partition. `topic_configs` maps
     /// topic → storage settings; others get `default_config`. Returns a report dict.
     #[pyo3(signature = (threads_per_dir, default_config, topic_configs))]

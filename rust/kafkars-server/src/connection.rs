@@ -66,6 +66,12 @@ impl FrameReader {
                 if self.buffer.len() >= 4 + size {
                     self.buffer.advance(4);
                     let frame = self.buffer.split_to(size);
+                    if size > READ_CHUNK {
+                        // The rest shares the frame's allocation: copy it out, so that
+                        // memory goes with the frame and its grant instead of staying,
+                        // outside the pool, with a connection that waits.
+                        self.buffer = BytesMut::from(&self.buffer[..]);
+                    }
                     self.granted = false;
                     return Ok(Some((frame, self.grant.take())));
                 }

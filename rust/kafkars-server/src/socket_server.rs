@@ -249,17 +249,37 @@ impl Acceptor {
                 Err(e) => return warn!(error = %e, "acceptor could not start"),
             };
             let next = AtomicUsize::new(0);
+            let mut spare = SpareDescriptor::open();
+            let mut failures = 0u64;
             loop {
                 let accepted = tokio::select! {
                     _ = self.shutdown.changed() => return,
                     accepted = listener.accept() => accepted,
                 };
                 let (stream, peer) = match accepted {
-                    Ok(pair) => pair,
+                    Ok(pair) => {
+                        if failures > 0 {
+                            info!(failures, "accepting connections again");
+                            failures = 0;
+                        }
+                        pair
+                    }
                     Err(e) => {
-                        // Out of descriptors and the like: back off instead of spinning.
-                        warn!(error = %e, "accept failed");
-                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        // Logged once per episode: a flood would otherwise flood the log too.
+                        if failures == 0 {
+                            warn!(error = %e, "accept failed; refusing connections until it succeeds");
+                        }
+                        failures += 1;
+                        // Out of descriptors: free the spare one to accept and close the
+                        // waiting connection, so the client is refused rather than left
+                        // hanging in the backlog; otherwise back off instead of spinning.
+                        if is_descriptor_exhaustion(&e) && spare.refuse_one(&listener).await {
+                            continue;
+                        }
+                        tokio::select! {
+                            _ = self.shutdown.changed() => return,
+                            _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+                        }
                         continue;
                     }
                 };
@@ -297,6 +317,38 @@ impl Acceptor {
         if let Some(size) = self.config.socket_receive_buffer_bytes {
             let _ = rustix::net::sockopt::set_socket_recv_buffer_size(stream, size);
         }
+    }
+}
+
+/// EMFILE or ENFILE.
+fn is_descriptor_exhaustion(e: &io::Error) -> bool {
+    use rustix::io::Errno;
+    matches!(Errno::from_io_error(e), Some(Errno::MFILE | Errno::NFILE))
+}
+
+/// A descriptor held in reserve (the classic libev/nginx answer to EMFILE): released
+/// to accept one waiting connection and close it at once, then taken back.
+struct SpareDescriptor(Option<std::fs::File>);
+
+impl SpareDescriptor {
+    fn open() -> Self {
+        SpareDescriptor(std::fs::File::open("/dev/null").ok())
+    }
+
+    /// Refuses one waiting connection; false when there is no spare to release.
+    async fn refuse_one(&mut self, listener: &TcpListener) -> bool {
+        if self.0.take().is_none() {
+            *self = Self::open();
+            return false;
+        }
+        // The listener was just readable; don't wait if the client already left.
+        let accepted = tokio::time::timeout(Duration::from_millis(10), listener.accept()).await;
+        if let Ok(Ok((stream, peer))) = accepted {
+            debug!(%peer, "connection refused: out of file descriptors");
+            drop(stream);
+        }
+        *self = Self::open();
+        self.0.is_some()
     }
 }
 

@@ -23,6 +23,7 @@ use crate::fetch::{FetchDataInfo, LogOffsetMetadata};
 use crate::future_log::{FutureLog, SegmentSource};
 use crate::leader_epoch::{LEADER_EPOCH_CHECKPOINT_FILE, LeaderEpochFileCache};
 use crate::loader::{PartitionLoadStats, load_segments};
+use crate::log_dir_failure::LogDirFailure;
 use crate::log_validator::{AppendOrigin, LogValidator};
 use crate::producer_state::{
     CompletedTxn, ProducerBatch, ProducerCheck, ProducerStateManager, snapshot_offset,
@@ -178,6 +179,9 @@ pub struct Log {
     /// KAFKA_STORAGE_ERROR instead of serving or extending them (Kafka takes the log
     /// dir offline; here only this partition goes).
     offline: AtomicBool,
+    /// The dir the log is in, set by the LogManager: an I/O error here takes the whole
+    /// dir offline, and an offline dir takes this log with it.
+    log_dir_failure: Mutex<Option<Arc<LogDirFailure>>>,
     /// Bumped when bytes already written change (truncation, compaction), so a copy of
     /// the files taken without the lock knows to start over.
     layout_version: AtomicU64,
@@ -363,6 +367,7 @@ impl Log {
             pending_deletes: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
             offline: AtomicBool::new(false),
+            log_dir_failure: Mutex::new(None),
             layout_version: AtomicU64::new(0),
         };
         Ok((Arc::new(log), loaded.stats))
@@ -384,10 +389,25 @@ impl Log {
         if self.state.is_poisoned() || self.leo_metadata.is_poisoned() {
             self.mark_offline("a lock was poisoned by a panic");
         }
-        if self.offline.load(Ordering::Acquire) {
+        if self.is_offline() {
             return Err(LogError::Offline(self.tp.to_string()));
         }
         Ok(())
+    }
+
+    fn log_dir_failure(&self) -> Option<Arc<LogDirFailure>> {
+        self.log_dir_failure
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The dir the log is in now (the LogManager sets it on creation and after a move).
+    pub fn set_log_dir_failure(&self, dir: Arc<LogDirFailure>) {
+        *self
+            .log_dir_failure
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(dir);
     }
 
     /// Takes the partition offline (see `offline`); logged once.
@@ -401,6 +421,9 @@ impl Log {
     fn offline_on_io_error<T>(&self, result: Result<T>) -> Result<T> {
         if let Err(e @ LogError::Io { .. }) = &result {
             self.mark_offline(&e.to_string());
+            if let Some(dir) = self.log_dir_failure() {
+                dir.maybe_add_offline_log_dir(e);
+            }
         }
         result
     }
@@ -446,9 +469,10 @@ impl Log {
         out
     }
 
-    /// Whether an I/O error or a panic took this partition offline.
+    /// Whether an I/O error or a panic took this partition, or its log dir, offline.
     pub fn is_offline(&self) -> bool {
         self.offline.load(Ordering::Acquire)
+            || self.log_dir_failure().is_some_and(|d| d.is_offline())
     }
 
     /// Whether the log was closed or deleted.

@@ -17,6 +17,7 @@ use crate::error::{IoContext, LogError, Result};
 use crate::future_log::{FUTURE_DIR_SUFFIX, FutureLog};
 use crate::loader::PartitionLoadStats;
 use crate::log::{Log, MoveStage};
+use crate::log_dir_failure::LogDirFailure;
 use crate::meta_properties::MetaProperties;
 use crate::offset_map::OffsetMap;
 use crate::topic_partition::TopicPartition;
@@ -72,6 +73,7 @@ impl LoadReport {
 struct LogDir {
     path: PathBuf,
     _lock: DirLock,
+    failure: Arc<LogDirFailure>,
 }
 
 /// Threads that close logs at shutdown.
@@ -164,7 +166,12 @@ impl LogManager {
         for path in log_dirs {
             fs::create_dir_all(&path).at(&path)?;
             let lock = DirLock::acquire(&path)?;
-            dirs.push(LogDirBox(LogDir { path, _lock: lock }));
+            let failure = Arc::new(LogDirFailure::new(path.clone()));
+            dirs.push(LogDirBox(LogDir {
+                path,
+                _lock: lock,
+                failure,
+            }));
         }
         let mut found_cluster: Option<(PathBuf, String)> =
             cluster_id.map(|c| (PathBuf::from("<config>"), c.to_string()));
@@ -234,6 +241,20 @@ impl LogManager {
         self.dirs.iter().map(|d| d.0.path.clone()).collect()
     }
 
+    /// The log dirs an I/O error took offline (Kafka's offline log dirs).
+    pub fn offline_log_dirs(&self) -> Vec<PathBuf> {
+        self.dirs
+            .iter()
+            .filter(|d| d.0.failure.is_offline())
+            .map(|d| d.0.path.clone())
+            .collect()
+    }
+
+    /// Registers `log` as living in dir `i`, so an I/O error on it fails the dir.
+    fn place(&self, i: usize, log: &Log) {
+        log.set_log_dir_failure(Arc::clone(&self.dirs[i].0.failure));
+    }
+
     /// Loads every partition in every dir, `threads_per_dir` partitions at a time per
     /// dir. `config_for` gives each topic's config. Without the clean-shutdown marker,
     /// segments past the recovery point are recovered. The marker is removed afterwards
@@ -281,6 +302,7 @@ impl LogManager {
         let mut report = report.into_inner().unwrap_or_else(|e| e.into_inner());
         let mut logs = self.logs.write().unwrap_or_else(|e| e.into_inner());
         for (i, log) in loaded.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            self.place(i, &log);
             let tp = log.topic_partition().clone();
             let Some((j, other)) = logs.remove(&tp) else {
                 logs.insert(tp, (i, log));
@@ -462,9 +484,16 @@ impl LogManager {
         if let Some((_, l)) = logs.get(tp) {
             return Ok(Arc::clone(l));
         }
-        let preferred = lock(&self.preferred_dirs).remove(tp);
-        let i = preferred
-            .unwrap_or_else(|| self.next_dir.fetch_add(1, Ordering::Relaxed) % self.dirs.len());
+        // New logs go to online dirs only (round robin), as in Kafka.
+        let online = |i: &usize| !self.dirs[*i].0.failure.is_offline();
+        let preferred = lock(&self.preferred_dirs).remove(tp).filter(online);
+        let i = match preferred {
+            Some(i) => i,
+            None => (0..self.dirs.len())
+                .map(|_| self.next_dir.fetch_add(1, Ordering::Relaxed) % self.dirs.len())
+                .find(online)
+                .ok_or_else(|| LogError::Offline(format!("{tp}: every log dir is offline")))?,
+        };
         let dir = self.dirs[i].0.path.join(tp.dir_name());
         let existed = dir.exists();
         let opened = Log::open(
@@ -487,6 +516,7 @@ impl LogManager {
             }
         };
         fsync_dir(&self.dirs[i].0.path)?;
+        self.place(i, &log);
         logs.insert(tp.clone(), (i, Arc::clone(&log)));
         Ok(log)
     }
@@ -748,6 +778,7 @@ impl LogManager {
                 .get_mut(tp)
             {
                 entry.0 = target;
+                self.place(target, &entry.1);
             }
             // Checkpoints name the partition under its new dir only from now on.
             self.checkpoint_recovery_points()?;
@@ -775,12 +806,18 @@ impl LogManager {
     fn write_offsets(&self, file: &str, value: impl Fn(&Log) -> i64) -> Result<()> {
         let logs = self.logs.read().unwrap_or_else(|e| e.into_inner());
         for (i, d) in self.dirs.iter().enumerate() {
+            // An offline dir is left alone until restart, as Kafka does.
+            if d.0.failure.is_offline() {
+                continue;
+            }
             let offsets: BTreeMap<TopicPartition, i64> = logs
                 .iter()
                 .filter(|(_, (di, _))| *di == i)
                 .map(|(tp, (_, l))| (tp.clone(), value(l)))
                 .collect();
-            OffsetCheckpointFile::new(d.0.path.join(file)).write(&offsets)?;
+            OffsetCheckpointFile::new(d.0.path.join(file))
+                .write(&offsets)
+                .inspect_err(|e| d.0.failure.maybe_add_offline_log_dir(e))?;
         }
         Ok(())
     }
@@ -974,8 +1011,16 @@ impl LogManager {
     pub fn shutdown(&self) -> Result<()> {
         self.stop_cleaner();
         // Closing is a few fsyncs per partition, each a wait on the disk: several at once
-        // overlap the waits (9,000 partitions took 13 s one by one).
-        let logs = self.all_logs();
+        // overlap the waits (9,000 partitions took 13 s one by one). Logs in an offline
+        // dir are left as they are, as Kafka closes only the live dirs' logs.
+        let logs: Vec<Arc<Log>> = self
+            .logs
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .filter(|(i, _)| !self.dirs[*i].0.failure.is_offline())
+            .map(|(_, l)| Arc::clone(l))
+            .collect();
         let chunk = logs.len().div_ceil(CLOSE_THREADS).max(1);
         std::thread::scope(|scope| {
             let handles: Vec<_> = logs
@@ -990,7 +1035,7 @@ impl LogManager {
         self.checkpoint_log_start_offsets()?;
         self.checkpoint_high_watermarks()?;
         self.delete_pending_dirs()?;
-        for d in &self.dirs {
+        for d in self.dirs.iter().filter(|d| !d.0.failure.is_offline()) {
             let marker = d.0.path.join(CLEAN_SHUTDOWN_FILE);
             fs::File::create(&marker)
                 .and_then(|f| f.sync_all())

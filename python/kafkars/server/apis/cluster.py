@@ -30,13 +30,17 @@ def handle_describe_log_dirs(apis: KafkaApis, request: Any) -> dict[str, Any]:
     )
     log_manager = apis.replica_manager.log_manager
     futures = log_manager.future_logs()
+    # Dirs an I/O error took offline (Kafka's LogDirFailureChannel) answer only their error.
+    offline = {_resolved(d) for d in log_manager.offline_log_dirs()}
     results = []
     for log_dir in apis.config.log_dirs:
         try:
+            if _resolved(log_dir) in offline:
+                raise OSError("the log dir was taken offline after an I/O error")
             usage = shutil.disk_usage(log_dir)
         except OSError as e:
-            # The dir went away or cannot be read: Kafka reports an offline dir this way.
-            log.warning("log dir %s is not readable: %s", log_dir, e)
+            # The dir went away, cannot be read or failed: Kafka reports an offline dir so.
+            log.warning("log dir %s is offline: %s", log_dir, e)
             results.append(
                 {
                     "error_code": int(Errors.KAFKA_STORAGE_ERROR),

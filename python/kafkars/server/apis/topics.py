@@ -6,6 +6,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from kafkars.protocol import Errors, KafkaError
+from kafkars.server import descriptor_budget
 from kafkars.server.metadata import validate_topic_name
 
 if TYPE_CHECKING:
@@ -52,6 +53,19 @@ def _resolve_counts(apis: KafkaApis, t: dict[str, Any]) -> tuple[int, int]:
     return partitions, factor
 
 
+def _check_descriptors(
+    apis: KafkaApis, partitions: int, factor: int, assignments: list[list[int]] | None
+) -> None:
+    """Refuses new partitions this broker's descriptor limit cannot hold: those assigned
+    here, or without assignments, this broker's even share of the replicas."""
+    if assignments:
+        here = sum(apis.broker_id in a for a in assignments)
+    else:
+        brokers = max(len(apis.metadata_cache.alive_broker_ids()), 1)
+        here = -(-partitions * factor // brokers)
+    descriptor_budget.check_new_partitions(here)
+
+
 def handle_create_topics(apis: KafkaApis, request: Any) -> dict[str, Any]:
     body = request.body
     names = [t["name"] for t in body["topics"]]
@@ -68,11 +82,12 @@ def handle_create_topics(apis: KafkaApis, request: Any) -> dict[str, Any]:
             partitions, factor = _resolve_counts(apis, t)
             configs = {c["name"]: c["value"] for c in t["configs"] if c["value"] is not None}
             apis.controller.validate_topic_configs(configs)
+            replica_lists = [a["broker_ids"] for a in t["assignments"]] or None
+            _check_descriptors(apis, partitions, factor, replica_lists)
             if body["validate_only"]:
                 # Kafka's controller answers a dry run with the id it would have used.
                 topic_id = uuid.uuid4()
             else:
-                replica_lists = [a["broker_ids"] for a in t["assignments"]] or None
                 topic_id = apis.controller.create_topic(
                     name, partitions, configs, replication_factor=factor, assignments=replica_lists
                 ).topic_id
@@ -184,6 +199,12 @@ def handle_create_partitions(apis: KafkaApis, request: Any) -> dict[str, Any]:
                         "provided.",
                     )
                 _check_new_assignments(apis, topic.replication_factor, assignments)
+            _check_descriptors(
+                apis,
+                count - topic.num_partitions,
+                topic.replication_factor,
+                [a["broker_ids"] for a in assignments] if assignments else None,
+            )
             if not body["validate_only"]:
                 apis.controller.add_partitions(
                     name,
