@@ -31,10 +31,12 @@ COMMON = {
     "controlled.shutdown.retry.backoff.ms": 500,
     "group.initial.rebalance.delay.ms": 0,
     "auto.create.topics.enable": False,
+    # The consumers' group.id creates __consumer_offsets: few partitions keep every
+    # controller move short on a shared machine.
+    "offsets.topic.num.partitions": 5,
 }
 KAFKA_ONLY = {
     "inter.broker.protocol.version": INTER_BROKER_PROTOCOL_VERSION,
-    "offsets.topic.num.partitions": 50,
 }
 
 LONG = os.environ.get("KAFKARS_MIXED_LONG") == "1"
@@ -51,6 +53,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "mixed_long" in item.keywords:
             item.add_marker(skip)
+
+
+def _quiet(*_: object) -> None:
+    pass
 
 
 needs_mixed = pytest.mark.skipif(
@@ -178,11 +184,27 @@ class MixedCluster:
         return sorted(int(c) for c in self.zk_client.get_children("/brokers/ids"))
 
     def wait_registered(self, timeout: float = 60.0) -> None:
+        """Waits until every running broker is registered and its metadata lists every
+        running broker and a controller: a client sent to a broker before the
+        controller's first UpdateMetadata reached it would find no controller to ask."""
+        from confluent_kafka.admin import AdminClient
+
         deadline = time.monotonic() + timeout
         while self.registered() != self.running():
             if time.monotonic() > deadline:
                 raise TimeoutError(f"registered {self.registered()}, running {self.running()}")
             time.sleep(0.1)
+        for broker_id in self.running():
+            admin = AdminClient(
+                {"bootstrap.servers": self.bootstrap(broker_id), "log_level": 0, "logger": _quiet}
+            )
+            while True:
+                md = admin.list_topics(timeout=10)
+                if md.controller_id >= 0 and sorted(md.brokers) == self.running():
+                    break
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"broker {broker_id} does not list every broker")
+                time.sleep(0.1)
 
     def controller(self) -> int:
         """The broker id in /controller, -1 while nobody holds it."""

@@ -50,7 +50,7 @@ def create_topic(cluster: MixedCluster, through: int, assignment: list[list[int]
         replica_assignment=assignment,
         config={"min.insync.replicas": "2"},
     )
-    admin.create_topics([topic])[name].result(30)
+    admin.create_topics([topic])[name].result(60)
     for broker_id in cluster.running():
         wait_for(
             lambda b=broker_id: (
