@@ -92,6 +92,8 @@ class MixedCluster:
         self.zk_client: KazooClient | None = None
         # Client settings beyond bootstrap.servers (none: PLAINTEXT), as tests/cluster's.
         self.client_config: dict[str, str] = {}
+        # Brokers replaced by the other kind: their temporary dirs go at the end.
+        self.retired: list[ReferenceKafka | Broker] = []
 
     @property
     def connect(self) -> str:
@@ -167,6 +169,7 @@ class MixedCluster:
         kafkars broker in its place: the same broker.id, log dir and port."""
         kafka = self.kafka.pop(broker_id)
         kafka.stop(remove=False)
+        self.retired.append(kafka)
         self.kafka_ids.remove(broker_id)
         broker = Broker(
             process=True,
@@ -177,6 +180,26 @@ class MixedCluster:
         self.ours[broker_id] = broker
         self.our_ids.append(broker_id)
         broker.start()
+        self.wait_registered()
+
+    def replace_with_kafka(self, broker_id: int) -> None:
+        """The way back: stops kafkars broker `broker_id` cleanly and starts a Kafka
+        broker with its broker.id, log dir and port."""
+        broker = self.ours.pop(broker_id)
+        broker.stop(remove=False)
+        self.retired.append(broker)
+        self.our_ids.remove(broker_id)
+        kafka = ReferenceKafka(
+            version=ZOOKEEPER_VERSION,
+            zookeeper=self.connect,
+            node_id=broker_id,
+            config={**self.config, **KAFKA_ONLY, "log.dirs": str(broker.log_dir)},
+        )
+        kafka.port = broker.port
+        kafka.config["listeners"] = f"PLAINTEXT://127.0.0.1:{broker.port}"
+        self.kafka[broker_id] = kafka
+        self.kafka_ids.append(broker_id)
+        kafka.start()
         self.wait_registered()
 
     def registered(self) -> list[int]:
@@ -242,6 +265,8 @@ class MixedCluster:
             b.stop()
         for k in self.kafka.values():
             k.stop()
+        for retired in self.retired:
+            retired.stop()
         if self.zk_client is not None:
             self.zk_client.stop()
         self.zk.stop()
