@@ -47,6 +47,8 @@ LEADER_AND_ISR_VERSION, STOP_REPLICA_VERSION, UPDATE_METADATA_VERSION = 5, 3, 7
 NO_LEADER = -1
 # The leader Kafka sends in UpdateMetadata for a partition being deleted.
 LEADER_DURING_DELETE = -2
+# Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE.
+PRODUCER_ID_BLOCK_SIZE = 1000
 SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 
 TopicPartition = tuple[str, int]
@@ -127,6 +129,25 @@ class AlterReassignments:
 class ListReassignments:
     partitions: list[TopicPartition] | None
     reply: Callable[[dict[TopicPartition, ReplicaAssignment]], None]
+
+
+@dataclass
+class AlterPartition:
+    """AlterPartition (KIP-497) from a leader of Kafka's kind: its new ISRs, answered with
+    the response body for request `version`."""
+
+    body: dict[str, Any]
+    version: int
+    reply: Callable[[dict[str, Any]], None]
+
+
+@dataclass
+class AllocateProducerIds:
+    """AllocateProducerIds (KIP-730) from a broker of Kafka's kind: the next block."""
+
+    broker_id: int
+    broker_epoch: int
+    reply: Callable[[dict[str, Any]], None]
 
 
 @dataclass
@@ -250,6 +271,16 @@ class KafkaController:
     ) -> None:
         self.events.put(ListReassignments(partitions, reply))
 
+    def alter_partition(
+        self, body: dict[str, Any], version: int, reply: Callable[[dict[str, Any]], None]
+    ) -> None:
+        self.events.put(AlterPartition(body, version, reply))
+
+    def allocate_producer_ids(
+        self, broker_id: int, broker_epoch: int, reply: Callable[[dict[str, Any]], None]
+    ) -> None:
+        self.events.put(AllocateProducerIds(broker_id, broker_epoch, reply))
+
     def offline_partition_count(self) -> int:
         return sum(1 for s in list(self.ctx.states.values()) if s.leader == NO_LEADER)
 
@@ -286,6 +317,15 @@ class KafkaController:
                 )
         elif isinstance(event, ListReassignments):
             event.reply(self._list_reassignments(event.partitions) if self.active else {})
+        elif isinstance(event, AlterPartition):
+            try:
+                event.reply(self._alter_partition(event.body, event.version))
+            except ControllerMovedError:
+                event.reply({"throttle_time_ms": 0, "error_code": int(Errors.NOT_CONTROLLER)})
+                self._resign()
+                self._elect()
+        elif isinstance(event, AllocateProducerIds):
+            event.reply(self._allocate_producer_ids(event.broker_id, event.broker_epoch))
         elif not self.active:
             return
         else:
@@ -525,6 +565,124 @@ class KafkaController:
             for tp in sorted(set(changed)):
                 if self.ctx.assignment(tp).adding or self.ctx.assignment(tp).removing:
                     self._maybe_complete_reassignment(tp)
+
+    # -- requests from leaders of Kafka's kind --------------------------------------------------
+    def _alter_partition(self, body: dict[str, Any], version: int) -> dict[str, Any]:
+        """Kafka's processAlterPartition (ZooKeeper mode): a leader's new ISR is written
+        conditionally on its partition epoch (the state znode's version) and the
+        controller epoch, then sent to every broker in UpdateMetadata. Kafka's brokers
+        change ISRs this way from IBP 2.7-IV2 on; kafkars' own write ZooKeeper directly."""
+        if not self.active:
+            return {"throttle_time_ms": 0, "error_code": int(Errors.NOT_CONTROLLER)}
+        broker_id = body["broker_id"]
+        info = self.ctx.live.get(broker_id)
+        if info is None or info.epoch != body["broker_epoch"]:
+            return {"throttle_time_ms": 0, "error_code": int(Errors.STALE_BROKER_EPOCH)}
+        by_id = {a.topic_id: t for t, a in self.ctx.assignments.items()}
+        topics_out: list[dict[str, Any]] = []
+        changed: list[TopicPartition] = []
+        for topic in body["topics"]:
+            name = by_id.get(topic["topic_id"]) if version >= 2 else topic["topic_name"]
+            key = {"topic_id": topic["topic_id"]} if version >= 2 else {"topic_name": name}
+            partitions_out: list[dict[str, Any]] = []
+            topics_out.append({**key, "partitions": partitions_out})
+            for req in topic["partitions"]:
+                index = req["partition_index"]
+                if name is None:
+                    partitions_out.append(
+                        {"partition_index": index, "error_code": int(Errors.UNKNOWN_TOPIC_ID)}
+                    )
+                    continue
+                isr = (
+                    [b["broker_id"] for b in req["new_isr_with_epochs"]]
+                    if version >= 3
+                    else list(req["new_isr"])
+                )
+                code, state = self._alter_isr(
+                    (name, index),
+                    broker_id,
+                    req["leader_epoch"],
+                    req["partition_epoch"],
+                    isr,
+                    version,
+                )
+                if state is not None and code == 0:
+                    changed.append((name, index))
+                out: dict[str, Any] = {"partition_index": index, "error_code": int(code)}
+                if state is not None:
+                    out.update(
+                        leader_id=state.leader,
+                        leader_epoch=state.leader_epoch,
+                        isr=state.isr,
+                        leader_recovery_state=0,
+                        partition_epoch=state.zk_version,
+                    )
+                partitions_out.append(out)
+        if changed:
+            self._send_update_metadata(list(self.ctx.live), changed)
+            for tp in changed:
+                if self.ctx.assignment(tp).adding or self.ctx.assignment(tp).removing:
+                    self._maybe_complete_reassignment(tp)
+        return {"throttle_time_ms": 0, "error_code": 0, "topics": topics_out}
+
+    def _alter_isr(
+        self,
+        tp: TopicPartition,
+        leader: int,
+        leader_epoch: int,
+        partition_epoch: int,
+        isr: list[int],
+        version: int,
+    ) -> tuple[int, LeaderIsrAndControllerEpoch | None]:
+        """One partition of AlterPartition: (error code, the state to answer with)."""
+        current = self.ctx.states.get(tp)
+        if current is None:
+            return Errors.UNKNOWN_TOPIC_OR_PARTITION, None
+        if partition_epoch > current.zk_version or leader_epoch > current.leader_epoch:
+            # The leader knows a newer state than ours: we are likely no longer controller.
+            return Errors.NOT_CONTROLLER, None
+        if leader_epoch < current.leader_epoch:
+            return Errors.FENCED_LEADER_EPOCH, None
+        if leader == current.leader and sorted(isr) == sorted(current.isr):
+            return Errors.NONE, current  # already so: idempotent
+        if partition_epoch < current.zk_version:
+            return Errors.INVALID_UPDATE_VERSION, None
+        if any(b not in self.ctx.live for b in isr):
+            code = Errors.INELIGIBLE_REPLICA if version > 1 else Errors.OPERATION_NOT_ATTEMPTED
+            return code, None
+        new = LeaderIsrAndControllerEpoch(
+            leader, leader_epoch, isr, self.ctx.epoch, current.zk_version
+        )
+        try:
+            self.ctx.states[tp] = self.zk.update_partition_state(
+                tp[0], tp[1], new, current.zk_version, self.ctx.epoch_zk_version
+            )
+        except ControllerMovedError:
+            raise
+        except Exception:
+            fresh = self.zk.get_partition_state(*tp)
+            if fresh is not None:
+                self.ctx.states[tp] = fresh
+            return Errors.INVALID_UPDATE_VERSION, None
+        return Errors.NONE, self.ctx.states[tp]
+
+    def _allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> dict[str, Any]:
+        """Kafka's processAllocateProducerIds: the next block of /latest_producer_id_block
+        for a live broker (Kafka's brokers ask the controller from IBP 3.0-IV0 on)."""
+        if not self.active:
+            return {"throttle_time_ms": 0, "error_code": int(Errors.NOT_CONTROLLER)}
+        info = self.ctx.live.get(broker_id)
+        if info is None:
+            return {"throttle_time_ms": 0, "error_code": int(Errors.BROKER_ID_NOT_REGISTERED)}
+        if info.epoch != broker_epoch:
+            return {"throttle_time_ms": 0, "error_code": int(Errors.STALE_BROKER_EPOCH)}
+        start = self.zk.allocate_producer_id_block(broker_id, PRODUCER_ID_BLOCK_SIZE)
+        return {
+            "throttle_time_ms": 0,
+            "error_code": 0,
+            "producer_id_start": start,
+            "producer_id_len": PRODUCER_ID_BLOCK_SIZE,
+        }
 
     # -- controlled shutdown ------------------------------------------------------------------
     def _on_controlled_shutdown(self, event: ControlledShutdown) -> None:

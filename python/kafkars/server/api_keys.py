@@ -71,6 +71,9 @@ ZK_CLUSTER_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.STOP_REPLICA: (3, 3),
     ApiKey.UPDATE_METADATA: (7, 7),
     ApiKey.CONTROLLED_SHUTDOWN: (3, 3),
+    # Asked of the controller by Apache Kafka's brokers (mixed clusters; 3.9's versions).
+    ApiKey.ALTER_PARTITION: (0, 3),
+    ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0),
 }
 
 

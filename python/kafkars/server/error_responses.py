@@ -329,6 +329,9 @@ SHAPES: dict[ApiKey, Part | Callable[[int], Part]] = {
     ApiKey.STOP_REPLICA: Part(fill={"error_code": CODE, "partition_errors": []}),
     ApiKey.UPDATE_METADATA: Part(fill={"error_code": CODE}),
     ApiKey.CONTROLLED_SHUTDOWN: Part(fill={"error_code": CODE, "remaining_partitions": []}),
+    # Asked of the controller by Apache Kafka's brokers in a mixed cluster.
+    ApiKey.ALTER_PARTITION: top({"error_code": CODE, "topics": []}),
+    ApiKey.ALLOCATE_PRODUCER_IDS: ERROR_ONLY,
     # ElectLeaders v0 has no top-level error: each named partition carries it.
     ApiKey.ELECT_LEADERS: top(
         {"error_code": CODE},

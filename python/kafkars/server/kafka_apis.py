@@ -127,6 +127,9 @@ CLUSTER_HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.STOP_REPLICA: inter_broker.handle_stop_replica,
     ApiKey.UPDATE_METADATA: inter_broker.handle_update_metadata,
     ApiKey.CONTROLLED_SHUTDOWN: inter_broker.handle_controlled_shutdown,
+    # Apache Kafka's brokers (IBP 3.1) ask the controller for these in a mixed cluster.
+    ApiKey.ALTER_PARTITION: inter_broker.handle_alter_partition,
+    ApiKey.ALLOCATE_PRODUCER_IDS: inter_broker.handle_allocate_producer_ids,
 }
 
 

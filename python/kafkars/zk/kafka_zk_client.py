@@ -194,10 +194,10 @@ class KafkaZkClient:
         out: dict[int, BrokerInfo] = {}
         for child in self.zk.get_children(zk_data.BROKER_IDS, watch=watch):
             try:
-                raw, _ = self.zk.get(zk_data.broker_path(int(child)))
+                raw, stat = self.zk.get(zk_data.broker_path(int(child)))
             except (NoNodeError, ValueError):
                 continue
-            out[int(child)] = BrokerInfo.decode(int(child), raw)
+            out[int(child)] = BrokerInfo.decode(int(child), raw, stat.czxid)
         return out
 
     # -- controller ------------------------------------------------------------------------

@@ -99,6 +99,9 @@ class BrokerInfo:
     endpoints: dict[str, tuple[str, int]]  # listener name -> (host, port)
     protocol_map: dict[str, str]  # listener name -> security protocol
     rack: str | None = None
+    # The broker epoch: the czxid of its registration znode (Kafka's), -1 when not read
+    # from ZooKeeper. Kafka's brokers send theirs in AlterPartition and AllocateProducerIds.
+    epoch: int = field(default=-1, compare=False)
 
     def encode(self) -> bytes:
         # Version 5 of Kafka's BrokerIdZNode: endpoints as listener URIs plus the
@@ -122,7 +125,7 @@ class BrokerInfo:
         return _dumps(data)
 
     @classmethod
-    def decode(cls, broker_id: int, raw: bytes) -> BrokerInfo:
+    def decode(cls, broker_id: int, raw: bytes, epoch: int = -1) -> BrokerInfo:
         data = _loads(raw)
         endpoints: dict[str, tuple[str, int]] = {}
         for uri in data.get("endpoints", []):
@@ -132,7 +135,7 @@ class BrokerInfo:
         protocol_map = dict(data.get("listener_security_protocol_map") or {})
         for name in endpoints:
             protocol_map.setdefault(name, name)
-        return cls(broker_id, endpoints, protocol_map, data.get("rack"))
+        return cls(broker_id, endpoints, protocol_map, data.get("rack"), epoch)
 
 
 # -- controller ------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """The controller's requests to brokers in cluster mode: LeaderAndIsr, StopReplica,
-UpdateMetadata, and ControlledShutdown (a broker asking the controller)."""
+UpdateMetadata; and what brokers ask the controller: ControlledShutdown, and from
+Apache Kafka's brokers in a mixed cluster AlterPartition and AllocateProducerIds."""
 
 from __future__ import annotations
 
@@ -48,6 +49,42 @@ def handle_controlled_shutdown(apis: KafkaApis, request: Any) -> dict[str, Any]:
     apis.cluster.controller.controlled_shutdown(request.body["broker_id"], reply)
     done.wait(_CONTROLLED_SHUTDOWN_WAIT_S)
     return result
+
+
+def _ask_controller(apis: KafkaApis, submit: Any) -> dict[str, Any]:
+    """Queues a request on the controller's event loop and waits for its answer."""
+    done = threading.Event()
+    result: dict[str, Any] = {"throttle_time_ms": 0, "error_code": int(Errors.REQUEST_TIMED_OUT)}
+
+    def reply(body: dict[str, Any]) -> None:
+        result.update(body)
+        done.set()
+
+    submit(reply)
+    done.wait(_CONTROLLED_SHUTDOWN_WAIT_S)
+    return result
+
+
+def handle_alter_partition(apis: KafkaApis, request: Any) -> dict[str, Any]:
+    """AlterPartition from a leader of Kafka's kind (mixed clusters): its ISR change."""
+    assert apis.cluster is not None
+    controller = apis.cluster.controller
+    return _ask_controller(
+        apis, lambda reply: controller.alter_partition(request.body, request.api_version, reply)
+    )
+
+
+def handle_allocate_producer_ids(apis: KafkaApis, request: Any) -> dict[str, Any]:
+    """AllocateProducerIds from a broker of Kafka's kind (mixed clusters)."""
+    assert apis.cluster is not None
+    controller = apis.cluster.controller
+    body = request.body
+    return _ask_controller(
+        apis,
+        lambda reply: controller.allocate_producer_ids(
+            body["broker_id"], body["broker_epoch"], reply
+        ),
+    )
 
 
 def handle_elect_leaders(apis: KafkaApis, request: Any) -> dict[str, Any]:

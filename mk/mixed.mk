@@ -1,0 +1,9 @@
+# Mixed clusters (issue 25): Apache Kafka 3.9 brokers (ZooKeeper mode) and kafkars brokers
+# in one cluster.
+#   make mixed        every tests/mixed test, the long ones too (the rolling migration)
+# CI (`make test`) runs the short ones with the rest of the suite; the long ones are marked
+# `mixed_long` and run only with KAFKARS_MIXED_LONG=1.
+.PHONY: mixed
+
+mixed: dev reference-deps ## Kafka 3.9 and kafkars brokers in one cluster: every tests/mixed test, the rolling migration too
+	KAFKARS_MIXED_LONG=1 $(PY) -m pytest -q -s tests/mixed
