@@ -10,7 +10,7 @@ LogAppendTime. What the writer serves is recorded: every Fetch v12 from offset 0
 offset, log start offset, aborted transactions), ListOffsets (earliest, latest, max
 timestamp, by timestamp, both isolation levels) and what confluent-kafka consumers read.
 Both brokers stop cleanly (SIGTERM); each source partition's files are copied, but for
-`partition.metadata` (the destination's topic id is kept; kafkars writes none), into topics
+`partition.metadata` (the destination's topic id is kept: each names its own topic), into topics
 the other broker created alike, in two restarts:
 
 * `-a` (loaded as is): the destination keeps its `.kafka_cleanshutdown` marker and takes the
@@ -483,8 +483,8 @@ def write_checkpoint(path: Path, entries: dict[tuple[str, int], int]) -> None:
 
 def copy_partition(source: Path, dest: Path) -> list[str]:
     """The source partition's files in place of the destination's, but for
-    `partition.metadata` (the topic id): the destination's is kept (Kafka's), the source's
-    is not copied (kafkars writes none; it keeps topic ids in `kafkars-metadata.json`)."""
+    `partition.metadata` (the topic id): the destination's is kept, the source's is not
+    copied (it names the source broker's topic id)."""
     for f in dest.iterdir():
         if f.name != "partition.metadata":
             f.unlink()
