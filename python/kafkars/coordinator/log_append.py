@@ -1,14 +1,15 @@
 """The coordinators' appends to their internal topics: acks=all (Kafka appends group and
 transaction state with required acks -1, so a coordinator failover never loses what was
 acknowledged), completed by callback, and the errors a client of the coordinator sees
-when one fails."""
+when one fails; and the reading of those topics back when a coordinator loads."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from kafkars import codec
 from kafkars.protocol import Errors
 from kafkars.server.replica_manager import ReplicaManager
 
@@ -97,3 +98,26 @@ def logged(what: str) -> AppendDone:
             log.warning("%s failed: %s", what, error.name)
 
     return done
+
+
+def read_batches(
+    replica_manager: ReplicaManager, topic: str, partitions: Iterable[int], buffer: int
+) -> Iterator[tuple[Any, Any]]:
+    """Every batch of `topic`'s `partitions` this broker holds, from the log start offset
+    to the log end offset, read `buffer` bytes at a time (Kafka's
+    `offsets.load.buffer.size` / `transaction.state.log.load.buffer.size`): yields
+    (the partition's log, the batch)."""
+    for index in partitions:
+        handle = replica_manager.find_partition(topic, index)
+        if handle is None:
+            continue
+        partition_log = handle.log
+        position = partition_log.log_start_offset
+        end = partition_log.log_end_offset
+        while position < end:
+            data = partition_log.read(position, buffer, end, True).read_bytes()
+            if not data:
+                break
+            for batch in codec.decode_batches(data):
+                position = max(position, batch.next_offset)
+                yield partition_log, batch

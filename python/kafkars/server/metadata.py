@@ -54,7 +54,31 @@ def validate_topic_name(name: str) -> None:
         )
 
 
-class MetadataStore:
+class TopicMetadataView:
+    """The view of the topics the group coordinators take, over a holder's `_topics`
+    (by name) and `_by_id`: the single-broker store and the ZooKeeper cache alike."""
+
+    _topics: dict[str, TopicMetadata]
+    _by_id: dict[uuid.UUID, TopicMetadata]
+
+    def partition_count(self, name: str) -> int | None:
+        topic = self._topics.get(name)
+        return topic.num_partitions if topic is not None else None
+
+    def topic_id(self, name: str) -> uuid.UUID | None:
+        topic = self._topics.get(name)
+        return topic.topic_id if topic is not None else None
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        topic = self._by_id.get(topic_id)
+        return topic.name if topic is not None else None
+
+    def topic_names(self) -> list[str]:
+        """Topics a regex subscription may match: internal topics never do."""
+        return [t.name for t in list(self._topics.values()) if not t.is_internal]
+
+
+class MetadataStore(TopicMetadataView):
     """Topics known to the cluster, persisted in a log dir."""
 
     def __init__(self, directory: Path) -> None:
@@ -112,23 +136,6 @@ class MetadataStore:
 
     def get_by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None:
         return self._by_id.get(topic_id)
-
-    # -- the view the consumer group coordinator takes (TopicMetadataView) ----------------
-    def partition_count(self, name: str) -> int | None:
-        topic = self._topics.get(name)
-        return topic.num_partitions if topic is not None else None
-
-    def topic_id(self, name: str) -> uuid.UUID | None:
-        topic = self._topics.get(name)
-        return topic.topic_id if topic is not None else None
-
-    def topic_name(self, topic_id: uuid.UUID) -> str | None:
-        topic = self._by_id.get(topic_id)
-        return topic.name if topic is not None else None
-
-    def topic_names(self) -> list[str]:
-        """Topics a regex subscription may match: internal topics never do."""
-        return [t.name for t in self.topics() if not t.is_internal]
 
     def create(
         self, name: str, num_partitions: int, replication_factor: int, configs: dict[str, str]

@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kafkars.server.metadata import TopicMetadata
+from kafkars.server.metadata import TopicMetadata, TopicMetadataView
 from kafkars.server.metadata_cache import BrokerNode, PartitionState
 
 LEADER_DURING_DELETE = -2
@@ -22,7 +22,7 @@ class _Broker:
     rack: str | None
 
 
-class ZkMetadataCache:
+class ZkMetadataCache(TopicMetadataView):
     def __init__(
         self,
         *,
@@ -177,19 +177,3 @@ class ZkMetadataCache:
         if b is None:
             return ""
         return ",".join(f"{n}://{h}:{p}" for n, (h, p) in b.endpoints.items())
-
-    # -- the view the group coordinator takes (TopicMetadataView) -----------------------
-    def partition_count(self, name: str) -> int | None:
-        topic = self._topics.get(name)
-        return topic.num_partitions if topic is not None else None
-
-    def topic_id(self, name: str) -> uuid.UUID | None:
-        topic = self._topics.get(name)
-        return topic.topic_id if topic is not None else None
-
-    def topic_name(self, topic_id: uuid.UUID) -> str | None:
-        topic = self._by_id.get(topic_id)
-        return topic.name if topic is not None else None
-
-    def topic_names(self) -> list[str]:
-        return [t.name for t in self.topics() if not t.is_internal]

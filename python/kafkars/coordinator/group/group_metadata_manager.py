@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from kafkars import _core, codec
 from kafkars.coordinator.group import consumer_group_records, records
 from kafkars.coordinator.group.group_metadata import GroupMetadata, OffsetAndMetadata
-from kafkars.coordinator.log_append import AppendDone, append_replicated, logged
+from kafkars.coordinator.log_append import AppendDone, append_replicated, logged, read_batches
 from kafkars.protocol import Errors, KafkaError
 
 if TYPE_CHECKING:
@@ -267,44 +267,35 @@ class GroupMetadataManager(GroupStore):
         offsets: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
         removed: set[str] = set()
         count = 0
-        for index in range(self.num_partitions) if partitions is None else partitions:
-            handle = self.replica_manager.find_partition(GROUP_METADATA_TOPIC_NAME, index)
-            if handle is None:
+        indexes = range(self.num_partitions) if partitions is None else partitions
+        for partition_log, batch in read_batches(
+            self.replica_manager, GROUP_METADATA_TOPIC_NAME, indexes, buffer
+        ):
+            if batch.is_control:
+                # A transaction marker: its offsets are committed or dropped.
+                pending = self.pending_txn_offsets.pop(batch.producer_id, {})
+                control = batch.records()
+                key = control[0].key if control else None
+                if key is not None and len(key) >= 4 and key[2:4] == b"\x00\x01":
+                    for group_id, group_offsets in pending.items():
+                        offsets.setdefault(group_id, {}).update(group_offsets)
                 continue
-            partition_log = handle.log
-            position = partition_log.log_start_offset
-            end = partition_log.log_end_offset
-            while position < end:
-                data = partition_log.read(position, buffer, end, True).read_bytes()
-                if not data:
-                    break
-                for batch in codec.decode_batches(data):
-                    position = max(position, batch.next_offset)
-                    if batch.is_control:
-                        # A transaction marker: its offsets are committed or dropped.
-                        pending = self.pending_txn_offsets.pop(batch.producer_id, {})
-                        control = batch.records()
-                        key = control[0].key if control else None
-                        if key is not None and len(key) >= 4 and key[2:4] == b"\x00\x01":
-                            for group_id, group_offsets in pending.items():
-                                offsets.setdefault(group_id, {}).update(group_offsets)
-                        continue
-                    target = offsets
-                    if batch.is_transactional:
-                        target = self.pending_txn_offsets.setdefault(batch.producer_id, {})
-                    for record in batch.records():
-                        if record.offset < partition_log.log_start_offset or record.key is None:
-                            continue
-                        count += 1
-                        record_type = int.from_bytes(record.key[:2], "big", signed=True)
-                        if record_type in consumer_group_records.CONSUMER_GROUP_RECORD_TYPES:
-                            # KIP-848 groups: ConsumerGroupCoordinator.load rebuilds them.
-                            if record.value is None:
-                                self.consumer_group_records.pop(bytes(record.key), None)
-                            else:
-                                self.consumer_group_records[bytes(record.key)] = bytes(record.value)
-                            continue
-                        self._replay(record.key, record.value, groups, target, removed)
+            target = offsets
+            if batch.is_transactional:
+                target = self.pending_txn_offsets.setdefault(batch.producer_id, {})
+            for record in batch.records():
+                if record.offset < partition_log.log_start_offset or record.key is None:
+                    continue
+                count += 1
+                record_type = int.from_bytes(record.key[:2], "big", signed=True)
+                if record_type in consumer_group_records.CONSUMER_GROUP_RECORD_TYPES:
+                    # KIP-848 groups: ConsumerGroupCoordinator.load rebuilds them.
+                    if record.value is None:
+                        self.consumer_group_records.pop(bytes(record.key), None)
+                    else:
+                        self.consumer_group_records[bytes(record.key)] = bytes(record.value)
+                    continue
+                self._replay(record.key, record.value, groups, target, removed)
         for group_id, group_offsets in offsets.items():
             group = groups.get(group_id)
             if group is None:

@@ -13,7 +13,7 @@ import time
 from typing import TYPE_CHECKING
 
 from kafkars import _core, codec
-from kafkars.coordinator.log_append import AppendDone, append_replicated, logged
+from kafkars.coordinator.log_append import AppendDone, append_replicated, logged, read_batches
 from kafkars.coordinator.transaction import records
 from kafkars.coordinator.transaction.transaction_metadata import TransactionMetadata
 from kafkars.protocol import Errors, KafkaError
@@ -179,26 +179,17 @@ class TransactionStateManager(TransactionStore):
         buffer = int(self.config.get("transaction.state.log.load.buffer.size"))
         loaded: dict[str, TransactionMetadata] = {}
         count = 0
-        for index in range(self.num_partitions) if partitions is None else partitions:
-            handle = self.replica_manager.find_partition(TRANSACTION_STATE_TOPIC_NAME, index)
-            if handle is None:
+        indexes = range(self.num_partitions) if partitions is None else partitions
+        for partition_log, batch in read_batches(
+            self.replica_manager, TRANSACTION_STATE_TOPIC_NAME, indexes, buffer
+        ):
+            if batch.is_control:
                 continue
-            partition_log = handle.log
-            position = partition_log.log_start_offset
-            end = partition_log.log_end_offset
-            while position < end:
-                data = partition_log.read(position, buffer, end, True).read_bytes()
-                if not data:
-                    break
-                for batch in codec.decode_batches(data):
-                    position = max(position, batch.next_offset)
-                    if batch.is_control:
-                        continue
-                    for record in batch.records():
-                        if record.offset < partition_log.log_start_offset or record.key is None:
-                            continue
-                        count += 1
-                        replay(bytes(record.key), record.value, loaded)
+            for record in batch.records():
+                if record.offset < partition_log.log_start_offset or record.key is None:
+                    continue
+                count += 1
+                replay(bytes(record.key), record.value, loaded)
         log.info(
             "Loaded %d transactional id(s) from %d record(s) of %s in %.0f ms",
             len(loaded),

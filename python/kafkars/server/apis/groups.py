@@ -185,8 +185,36 @@ def handle_leave_group(apis: KafkaApis, request: Any) -> dict[str, Any]:
 
 
 # -- offsets ------------------------------------------------------------------------------
-def _partition_exists(apis: KafkaApis, topic: str, partition: int) -> bool:
+def partition_exists(apis: KafkaApis, topic: str, partition: int) -> bool:
     return apis.metadata_cache.contains_partition(topic, partition)
+
+
+def requested_offsets(
+    apis: KafkaApis,
+    topics: list[dict[str, Any]],
+    *,
+    now: int,
+    with_leader_epoch: bool,
+    retention_ms: int = -1,
+) -> tuple[dict[tuple[str, int], OffsetAndMetadata], set[tuple[str, int]]]:
+    """The offsets an OffsetCommit or TxnOffsetCommit asks to store, and the partitions it
+    names that do not exist (answered UNKNOWN_TOPIC_OR_PARTITION)."""
+    offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
+    unknown: set[tuple[str, int]] = set()
+    for t in topics:
+        for p in t["partitions"]:
+            tp = (t["name"], p["partition_index"])
+            if not partition_exists(apis, *tp):
+                unknown.add(tp)
+                continue
+            offsets[tp] = OffsetAndMetadata(
+                offset=p["committed_offset"],
+                leader_epoch=p.get("committed_leader_epoch", -1) if with_leader_epoch else -1,
+                metadata=p.get("committed_metadata") or "",
+                commit_timestamp=now,
+                expire_timestamp=now + retention_ms if retention_ms >= 0 else None,
+            )
+    return offsets, unknown
 
 
 def handle_offset_commit(apis: KafkaApis, request: Any) -> None:
@@ -194,21 +222,9 @@ def handle_offset_commit(apis: KafkaApis, request: Any) -> None:
     version = request.api_version
     now = int(time.time() * 1000)
     retention = body.get("retention_time_ms", -1) if 2 <= version <= 4 else -1
-    offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
-    unknown: set[tuple[str, int]] = set()
-    for t in body["topics"]:
-        for p in t["partitions"]:
-            tp = (t["name"], p["partition_index"])
-            if not _partition_exists(apis, *tp):
-                unknown.add(tp)
-                continue
-            offsets[tp] = OffsetAndMetadata(
-                offset=p["committed_offset"],
-                leader_epoch=p.get("committed_leader_epoch", -1) if version >= 6 else -1,
-                metadata=p.get("committed_metadata") or "",
-                commit_timestamp=now,
-                expire_timestamp=now + retention if retention >= 0 else None,
-            )
+    offsets, unknown = requested_offsets(
+        apis, body["topics"], now=now, with_leader_epoch=version >= 6, retention_ms=retention
+    )
     consumer_check = _consumer_groups(apis).validate_commit(
         body["group_id"], body["member_id"], body["generation_id_or_member_epoch"], version=version
     )

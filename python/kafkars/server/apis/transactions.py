@@ -14,10 +14,10 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from kafkars.coordinator.group.group_metadata import OffsetAndMetadata
 from kafkars.coordinator.group.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
 from kafkars.protocol import Errors, KafkaError
 from kafkars.security.authorizer import AclOperation, ResourceType
+from kafkars.server.apis.groups import partition_exists, requested_offsets
 from kafkars.server.error_responses import respond_or_error
 
 if TYPE_CHECKING:
@@ -40,10 +40,6 @@ def _for_version(error: Errors, version: int, api: str) -> int:
     if error is Errors.PRODUCER_FENCED and version < _PRODUCER_FENCED_SINCE[api]:
         return int(Errors.INVALID_PRODUCER_EPOCH)
     return int(error)
-
-
-def _partition_exists(apis: KafkaApis, topic: str, partition: int) -> bool:
-    return apis.metadata_cache.contains_partition(topic, partition)
 
 
 # -- InitProducerId -----------------------------------------------------------------------
@@ -90,7 +86,7 @@ def _add_partitions(
     """One transaction's topic results, to `done`. Unknown partitions fail the request
     (the others get OPERATION_NOT_ATTEMPTED), as Kafka's KafkaApis does."""
     wanted = [(t["name"], p) for t in txn["topics"] for p in t["partitions"]]
-    unknown = {tp for tp in wanted if not _partition_exists(apis, *tp)}
+    unknown = {tp for tp in wanted if not partition_exists(apis, *tp)}
     coordinator = _coordinator(apis)
 
     def results(errors: dict[tuple[str, int], int]) -> None:
@@ -251,20 +247,9 @@ def handle_txn_offset_commit(apis: KafkaApis, request: Any) -> None:
     version = request.api_version
     group_id = body["group_id"]
     now = int(time.time() * 1000)
-    offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
-    unknown: set[tuple[str, int]] = set()
-    for t in body["topics"]:
-        for p in t["partitions"]:
-            tp = (t["name"], p["partition_index"])
-            if not _partition_exists(apis, *tp):
-                unknown.add(tp)
-                continue
-            offsets[tp] = OffsetAndMetadata(
-                offset=p["committed_offset"],
-                leader_epoch=p.get("committed_leader_epoch", -1) if version >= 2 else -1,
-                metadata=p.get("committed_metadata") or "",
-                commit_timestamp=now,
-            )
+    offsets, unknown = requested_offsets(
+        apis, body["topics"], now=now, with_leader_epoch=version >= 2
+    )
     # The group's offsets partition must be in the producer's open transaction
     # (AddOffsetsToTxn first), with the current epoch.
     apis.group_metadata_manager.ensure_topic()
