@@ -14,7 +14,6 @@ import asyncio
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -22,6 +21,8 @@ import time
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+
+from kafkars.child_process import kill_child, stop_child
 
 
 class Broker:
@@ -134,12 +135,7 @@ class Broker:
             self._server.shutdown()
             self._server = None
         if self._child is not None:
-            self._child.send_signal(signal.SIGTERM)
-            try:
-                self._child.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self._child.kill()
-                self._child.wait()
+            stop_child(self._child, grace_s=60)
             self._child = None
             self._log_file.close()
         if remove and self._tmp is not None:
@@ -148,8 +144,7 @@ class Broker:
     def kill(self) -> None:
         """SIGKILL the child process: an unclean stop, for recovery tests."""
         if self._child is not None:
-            self._child.kill()
-            self._child.wait()
+            kill_child(self._child)
             self._child = None
             self._log_file.close()
 

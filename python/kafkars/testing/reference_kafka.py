@@ -36,6 +36,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from kafkars.child_process import kill_child, stop_child
 from kafkars.testing.zookeeper import free_port, java_command
 
 # The newest 4.x line the project is checked against, and the last release line with
@@ -310,12 +311,7 @@ class ReferenceKafka:
     def stop(self, *, remove: bool = True) -> None:
         """Controlled shutdown (SIGTERM); SIGKILL after a minute."""
         if self._child is not None:
-            self._child.send_signal(signal.SIGTERM)
-            try:
-                self._child.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self._child.kill()
-                self._child.wait()
+            stop_child(self._child, grace_s=60)
             self._child = None
             self._log.close()
         if remove:
@@ -323,8 +319,7 @@ class ReferenceKafka:
 
     def kill(self) -> None:
         if self._child is not None:
-            self._child.kill()
-            self._child.wait()
+            kill_child(self._child)
             self._child = None
             self._log.close()
 

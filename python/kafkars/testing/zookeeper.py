@@ -29,6 +29,8 @@ import time
 from pathlib import Path
 from types import TracebackType
 
+from kafkars.child_process import stop_child
+
 ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
 # The JVMs are small and the timing fast: tests kill nodes and wait for elections.
 TICK_MS = 500
@@ -183,12 +185,7 @@ class ZooKeeperNode:
     def stop(self, sig: int = signal.SIGTERM) -> None:
         if self._child is None:
             return
-        self._child.send_signal(sig)
-        try:
-            self._child.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self._child.kill()
-            self._child.wait()
+        stop_child(self._child, grace_s=20, sig=sig)
         self._child = None
         self._log.close()
 
