@@ -18,7 +18,17 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from kafkars.security.client_auth import recv_exact
+
+def recv_exact(sock: socket.socket, n: int) -> bytes:
+    """`n` bytes from `sock` (the hostile suites read raw frames, no client in the way)."""
+    out = bytearray()
+    while len(out) < n:
+        chunk = sock.recv(n - len(out))
+        if not chunk:
+            raise ConnectionError("closed by the broker")
+        out += chunk
+    return bytes(out)
+
 
 # What the suites run every broker with (plus their own settings).
 BASE_CONFIG: dict[str, str] = {
