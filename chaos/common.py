@@ -18,17 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-
-def recv_exact(sock: socket.socket, n: int) -> bytes:
-    """`n` bytes from `sock` (the hostile suites read raw frames, no client in the way)."""
-    out = bytearray()
-    while len(out) < n:
-        chunk = sock.recv(n - len(out))
-        if not chunk:
-            raise ConnectionError("closed by the broker")
-        out += chunk
-    return bytes(out)
-
+from kafkars.testing.raw_frames import recv_frame
 
 # What the suites run every broker with (plus their own settings).
 BASE_CONFIG: dict[str, str] = {
@@ -258,8 +248,7 @@ def request_header(api_key: int, version: int, correlation_id: int, flexible: bo
 
 
 def read_frame(sock: socket.socket) -> bytes:
-    size = struct.unpack(">i", recv_exact(sock, 4))[0]
-    return recv_exact(sock, size)
+    return recv_frame(sock)
 
 
 def answered_or_closed(sock: socket.socket, timeout: float = 10.0) -> str:

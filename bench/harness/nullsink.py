@@ -14,6 +14,7 @@ import threading
 from types import TracebackType
 
 from bench.harness import wire
+from kafkars.testing.raw_frames import recv_exact
 
 
 class NullSink:
@@ -63,8 +64,8 @@ class NullSink:
         with conn:
             try:
                 while True:
-                    (size,) = struct.unpack(">i", wire.recv_exact(conn, 4))
-                    head = wire.recv_exact(conn, min(size, 8))
+                    (size,) = struct.unpack(">i", recv_exact(conn, 4))
+                    head = recv_exact(conn, min(size, 8))
                     api_key, version, correlation_id = struct.unpack(">hhi", head)
                     left = size - len(head)
                     if api_key == wire.API_PRODUCE:
@@ -75,7 +76,7 @@ class NullSink:
                             left -= n
                         self.bytes_received += size
                         continue
-                    request = head + wire.recv_exact(conn, left)
+                    request = head + recv_exact(conn, left)
                     if self._answer(conn, api_key, version, correlation_id, request):
                         continue
                     if api_key == wire.API_VERSIONS:

@@ -9,6 +9,7 @@ import socket
 import struct
 
 from kafkars import _core
+from kafkars.testing.raw_frames import recv_frame as read_frame
 
 API_PRODUCE = 0
 API_FETCH = 1
@@ -21,21 +22,6 @@ CLIENT_ID = b"bench"
 
 def frame(payload: bytes) -> bytes:
     return struct.pack(">i", len(payload)) + payload
-
-
-def recv_exact(sock: socket.socket, n: int) -> bytes:
-    out = bytearray()
-    while len(out) < n:
-        chunk = sock.recv(n - len(out))
-        if not chunk:
-            raise ConnectionError("the peer closed the connection")
-        out += chunk
-    return bytes(out)
-
-
-def read_frame(sock: socket.socket) -> bytes:
-    (size,) = struct.unpack(">i", recv_exact(sock, 4))
-    return recv_exact(sock, size)
 
 
 def request_header(api_key: int, version: int, correlation_id: int) -> bytes:

@@ -19,13 +19,13 @@ from __future__ import annotations
 import json
 import re
 import socket
-import struct
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from kafkars import _core
+from kafkars.testing.raw_frames import recv_frame
 
 API_VERSIONS = 18
 ZERO_UUID = uuid.UUID(int=0)
@@ -54,16 +54,6 @@ _PORT = re.compile(r"(127\.0\.0\.1|localhost):\d+")
 _TMP = re.compile(r"/tmp/[^,\s]*")
 
 
-def recv_exactly(sock: socket.socket, n: int) -> bytes:
-    chunks = bytearray()
-    while len(chunks) < n:
-        chunk = sock.recv(n - len(chunks))
-        if not chunk:
-            raise ConnectionError("the broker closed the connection")
-        chunks += chunk
-    return bytes(chunks)
-
-
 class Connection:
     """One socket to one broker; requests and responses as dicts."""
 
@@ -82,8 +72,7 @@ class Connection:
         return self.correlation
 
     def receive(self, api_key: int, version: int, correlation: int) -> dict[str, Any]:
-        size = struct.unpack(">i", recv_exactly(self.sock, 4))[0]
-        frame = recv_exactly(self.sock, size)
+        frame = recv_frame(self.sock)
         return dict(_core.protocol.decode_response(api_key, version, correlation, frame))
 
     def call(self, api_key: int, version: int, body: dict[str, Any]) -> dict[str, Any]:
@@ -93,8 +82,7 @@ class Connection:
         """Sends a hand-made frame; the response frame, or None when the broker closes."""
         self.sock.sendall(frame)
         try:
-            size = struct.unpack(">i", recv_exactly(self.sock, 4))[0]
-            return recv_exactly(self.sock, size)
+            return recv_frame(self.sock)
         except (ConnectionError, OSError):
             return None
 

@@ -11,6 +11,7 @@ from confluent_kafka.admin import AdminClient
 
 from kafkars import codec
 from kafkars.broker import Broker
+from kafkars.testing.raw_frames import recv_frame
 
 
 def frame(payload: bytes) -> bytes:
@@ -22,18 +23,7 @@ def header(api_key: int, version: int, correlation_id: int, client_id: bytes = b
 
 
 def read_frame(sock: socket.socket) -> bytes:
-    size = struct.unpack(">i", recv_exact(sock, 4))[0]
-    return recv_exact(sock, size)
-
-
-def recv_exact(sock: socket.socket, n: int) -> bytes:
-    out = b""
-    while len(out) < n:
-        chunk = sock.recv(n - len(out))
-        if not chunk:
-            raise ConnectionError("closed")
-        out += chunk
-    return out
+    return recv_frame(sock)
 
 
 def closed_by_peer(sock: socket.socket) -> bool:
