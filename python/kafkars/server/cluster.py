@@ -23,7 +23,6 @@ from kafkars.protocol import Errors, KafkaError
 from kafkars.security.client_auth import PLAINTEXT, ClientSecurity
 from kafkars.server.dynamic_config import DynamicBrokerConfig
 from kafkars.server.replica_manager import ReplicaManager
-from kafkars.server.txn_verification import TransactionVerifier
 from kafkars.server.zk_metadata_cache import ZkMetadataCache
 from kafkars.zk.kafka_zk_client import KafkaZkClient
 from kafkars.zk.zk_data import BrokerInfo, LeaderIsrAndControllerEpoch
@@ -75,8 +74,6 @@ class ClusterMember:
         self._leadership_thread = threading.Thread(
             target=self._leadership_loop, name="coordinator-loader", daemon=True
         )
-        # KIP-890 checks with a transaction coordinator on another broker.
-        self.txn_verifier: TransactionVerifier | None = None
         self._isr_thread = threading.Thread(target=self._isr_loop, name="isr-change", daemon=True)
         # Topic config changes made through any broker reach this one's logs (Kafka's
         # ZkNodeChangeNotificationListener on /config/changes).

@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from kafkars.server.quota_manager import ClientQuotaManager, QuotaStore
     from kafkars.server.replica_manager import ReplicaManager
     from kafkars.server.txn_markers import TransactionMarkerWriter
+    from kafkars.server.txn_verification import TransactionVerifier
 
 log = logging.getLogger("kafkars.server.KafkaApis")
 log_authorizer = logging.getLogger("kafka.authorizer.logger")
@@ -184,6 +185,7 @@ class KafkaApis:
         transaction_coordinator: TransactionCoordinator | None,
         transaction_state_manager: TransactionStateManager,
         txn_marker_writer: TransactionMarkerWriter,
+        txn_verifier: TransactionVerifier,
         delayed_operations: _core.DelayedOperations,
         quota_manager: ClientQuotaManager,
         quota_store: QuotaStore,
@@ -204,6 +206,7 @@ class KafkaApis:
         self.transaction_coordinator = transaction_coordinator
         self.transaction_state_manager = transaction_state_manager
         self.txn_marker_writer = txn_marker_writer
+        self.txn_verifier = txn_verifier
         self.delayed_operations = delayed_operations
         self.quota_manager = quota_manager
         self.quota_store = quota_store
@@ -261,9 +264,8 @@ class KafkaApis:
         )
 
     def _not_coordinator(self, key: int, request: Any) -> bool:
-        """In a cluster, a request for a group or transactional id another broker
-        coordinates is answered NOT_COORDINATOR (the client looks the coordinator up
-        again)."""
+        """A request for a group or transactional id another broker coordinates is
+        answered NOT_COORDINATOR (the client looks the coordinator up again)."""
         coordinator: Any
         if key in _GROUP_APIS:
             name, coordinator = request.body.get("group_id"), self.group_coordinator
@@ -336,7 +338,7 @@ class KafkaApis:
         authorizer = self.authorizer
         if authorizer is not None and not self._authorized(authorizer, request):
             return None
-        if self.cluster is not None and self._not_coordinator(key, request):
+        if self._not_coordinator(key, request):
             return None
         try:
             response = handler(self, request)

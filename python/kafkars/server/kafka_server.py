@@ -51,7 +51,7 @@ from kafkars.server.quota_manager import ClientQuotaManager, QuotaStore
 from kafkars.server.replica_manager import ReplicaManager
 from kafkars.server.scheduler import KafkaScheduler
 from kafkars.server.txn_markers import TransactionMarkerWriter
-from kafkars.server.txn_verification import TransactionVerifier
+from kafkars.server.txn_verification import ClusterTransactionVerifier, TransactionVerifier
 from kafkars.server.zk_admin import ZkAdmin
 from kafkars.server.zk_metadata_cache import ZkMetadataCache
 from kafkars.zk.kafka_zk_client import KafkaZkClient, ZkAuthFailedError
@@ -306,18 +306,12 @@ class KafkaServer:
         self.group_coordinator.attach_consumer_groups(self.consumer_group_coordinator)
         self.consumer_group_coordinator.load(self.group_metadata_manager.consumer_group_records)
         t = step("group coordinator", t)
-        verifier = None
-        if self.cluster is not None:
-            verifier = TransactionVerifier(
-                self.broker_id, self._coordinator_endpoint, self.inter_broker_security
-            )
-            self.cluster.txn_verifier = verifier
         self.txn_marker_writer = TransactionMarkerWriter(
             self.replica_manager,
             self.group_coordinator,
             broker_id=self.broker_id,
             leader_endpoint=self._leader_endpoint if self.cluster is not None else None,
-            on_marker=verifier.forget if verifier is not None else None,
+            on_marker=lambda producer_id, tp: self.txn_verifier.forget(producer_id, tp),
             security=self.inter_broker_security,
         )
         self.transaction_state_manager = TransactionStateManager(
@@ -330,6 +324,16 @@ class KafkaServer:
             self.txn_marker_writer.write_txn_markers,
         )
         self.transaction_coordinator.startup(load=self.cluster is None)
+        self.txn_verifier: TransactionVerifier = (
+            TransactionVerifier(self.transaction_coordinator)
+            if self.cluster is None
+            else ClusterTransactionVerifier(
+                self.transaction_coordinator,
+                self.broker_id,
+                self._coordinator_endpoint,
+                self.inter_broker_security,
+            )
+        )
         t = step("transaction coordinator", t)
         self.apis = KafkaApis(
             broker_id=self.broker_id,
@@ -343,6 +347,7 @@ class KafkaServer:
             transaction_coordinator=self.transaction_coordinator,
             transaction_state_manager=self.transaction_state_manager,
             txn_marker_writer=self.txn_marker_writer,
+            txn_verifier=self.txn_verifier,
             delayed_operations=self.delayed_operations,
             quota_manager=self.quota_manager,
             quota_store=self.quota_store,

@@ -53,14 +53,10 @@ def _answer(request: Any, response: dict[str, Any]) -> None:
 def handle_find_coordinator(apis: KafkaApis, request: Any) -> dict[str, Any]:
     body = request.body
     key_type = body.get("key_type", 0)
-    # One broker coordinates every group and transaction; in a cluster the leader of the
-    # key's partition of the internal topic does.
-    local = apis.metadata_cache.node(apis.broker_id, request.listener_name)
-    clustered = apis.cluster is not None
+    # The leader of the key's partition of the internal topic coordinates it (a single
+    # broker leads every partition).
 
     def coordinator(key: str) -> Any:
-        if not clustered:
-            return local
         if key_type == COORDINATOR_TYPE_GROUP:
             topic, partition = (
                 GROUP_METADATA_TOPIC_NAME,

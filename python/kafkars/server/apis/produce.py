@@ -32,21 +32,7 @@ def _verify_transaction(
         return
     if not apis.config.get("transaction.partition.verification.enable"):
         return
-    cluster = apis.cluster
-    if (
-        cluster is not None
-        and cluster.txn_verifier is not None
-        and transactional_id
-        and not coordinator.is_coordinator(transactional_id)
-    ):
-        # The coordinator is another broker: ask it (AddPartitionsToTxn, verify only).
-        error = cluster.txn_verifier.verify(
-            transactional_id, producer[0], producer[1], (topic, index)
-        )
-    else:
-        error = coordinator.verify_produce(
-            transactional_id, producer[0], producer[1], (topic, index)
-        )
+    error = apis.txn_verifier.verify(transactional_id, producer[0], producer[1], (topic, index))
     if error is not Errors.NONE:
         raise KafkaError(error, f"Partition {topic}-{index} is not in the open transaction")
 

@@ -232,14 +232,7 @@ def _in_transaction(
 ) -> Errors:
     """Whether `tp` is in the producer's open transaction, asked of the transaction's
     coordinator: in cluster mode that is often another broker than the group's."""
-    coordinator = _coordinator(apis)
-    verifier = apis.cluster.txn_verifier if apis.cluster is not None else None
-    if verifier is None or coordinator.is_coordinator(transactional_id):
-        return coordinator.verify_partitions(transactional_id, producer_id, producer_epoch, [tp])[
-            tp
-        ]
-    code = verifier.check(transactional_id, producer_id, producer_epoch, tp)
-    return Errors.COORDINATOR_NOT_AVAILABLE if code is None else code
+    return apis.txn_verifier.check(transactional_id, producer_id, producer_epoch, tp)
 
 
 def handle_txn_offset_commit(apis: KafkaApis, request: Any) -> None:
