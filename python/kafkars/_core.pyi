@@ -29,6 +29,7 @@ __all__ = [
     "LogManager",
     "Log",
     "LogAppendInfo",
+    "LiveBrokers",
     "Partition",
     "DelayedOperations",
     "ReplicaFetcherManager",
@@ -257,9 +258,19 @@ class LogManager:
     def shutdown(self) -> None: ...
 
 @final
+class LiveBrokers:
+    def __new__(cls) -> Self: ...
+    def update(self, broker_ids: list[int]) -> None: ...
+    def __contains__(self, broker_id: int, /) -> bool: ...
+
+@final
 class Partition:
     def __new__(
-        cls, log: Log, broker_id: int, delayed: DelayedOperations | None = None
+        cls,
+        log: Log,
+        broker_id: int,
+        delayed: DelayedOperations | None = None,
+        live_brokers: LiveBrokers | None = None,
     ) -> Self: ...
     topic: str
     partition: int

@@ -17,6 +17,7 @@ from typing import Any
 
 from kazoo.exceptions import BadVersionError
 
+from kafkars import _core
 from kafkars.controller import KafkaController
 from kafkars.controller.channel_manager import call_broker
 from kafkars.protocol import Errors, KafkaError
@@ -46,6 +47,8 @@ class ClusterMember:
         self.config = config
         self.replica_manager = replica_manager
         self.cache = cache
+        self.live_brokers = _core.LiveBrokers()
+        replica_manager.live_brokers = self.live_brokers
         c = config.current
         self.inter_broker_listener: str = c.inter_broker_listener_name
         self.controller = KafkaController(
@@ -212,6 +215,7 @@ class ClusterMember:
         self._controller_epoch = body["controller_epoch"]
         for topic in self.cache.update(body):
             self.replica_manager.remove_topic(topic)
+        self.live_brokers.update(self.cache.alive_broker_ids())
         return {"error_code": 0}
 
     # -- topic config changes --------------------------------------------------------------

@@ -39,6 +39,9 @@ class ReplicaManager:
         # The Rust replica fetcher threads followers copy their leaders' logs with.
         self.fetchers = fetchers
         self._partitions: dict[TopicPartition, _core.Partition] = {}
+        # In a cluster, the brokers followers must be among to join the ISR (set by the
+        # ClusterMember from UpdateMetadata); a single broker has no followers.
+        self.live_brokers: _core.LiveBrokers | None = None
         # Byte and record counts of partitions deleted since start-up, so the per-topic
         # counters never go down.
         self.retired_counters: dict[str, list[int]] = {}
@@ -57,7 +60,7 @@ class ReplicaManager:
         handle = self._partitions.get((topic, partition))
         if handle is None:
             log = self.log_manager.get_or_create_log(topic, partition, log_config)
-            handle = _core.Partition(log, self.broker_id, self.delayed)
+            handle = _core.Partition(log, self.broker_id, self.delayed, self.live_brokers)
             self._partitions[(topic, partition)] = handle
         if topic_id is not None and topic_id.int != 0:
             handle.log.assign_topic_id(topic_id.bytes)

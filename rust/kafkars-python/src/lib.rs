@@ -33,6 +33,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<file_records::FileRecords>()?;
     storage::register(m)?;
     m.add_class::<partition::PyPartition>()?;
+    m.add_class::<partition::PyLiveBrokers>()?;
     m.add_class::<delayed::DelayedOperations>()?;
     m.add_class::<replica_fetcher::ReplicaFetcherManager>()?;
     m.add_class::<client::PyBrokerConnection>()?;

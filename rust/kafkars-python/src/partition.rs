@@ -6,12 +6,36 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use kafkars_storage::{Partition, PartitionListener, SystemClock};
+use kafkars_storage::{LiveBrokers, Partition, PartitionListener, SystemClock};
 use pyo3::prelude::*;
 
 use crate::delayed::DelayedOperations;
 use crate::protocol::RecordSet;
 use crate::storage::{PyLog, PyLogAppendInfo, append_info, log_error, wrap};
+
+/// The live brokers a cluster member's partitions admit to the ISR; updated from each
+/// UpdateMetadata.
+#[pyclass(frozen, name = "LiveBrokers", module = "kafkars._core")]
+#[derive(Default)]
+pub(crate) struct PyLiveBrokers {
+    inner: Arc<LiveBrokers>,
+}
+
+#[pymethods]
+impl PyLiveBrokers {
+    #[new]
+    fn new() -> Self {
+        Self::default()
+    }
+
+    fn update(&self, broker_ids: Vec<i32>) {
+        self.inner.update(broker_ids);
+    }
+
+    fn __contains__(&self, broker_id: i32) -> bool {
+        self.inner.contains(broker_id)
+    }
+}
 
 #[pyclass(frozen, name = "Partition", module = "kafkars._core")]
 pub(crate) struct PyPartition {
@@ -21,18 +45,24 @@ pub(crate) struct PyPartition {
 #[pymethods]
 impl PyPartition {
     /// A partition over `log` on broker `broker_id`, led by nobody yet. Appends and
-    /// high-watermark moves complete the operations waiting in `delayed`.
+    /// high-watermark moves complete the operations waiting in `delayed`. In a cluster,
+    /// followers join the ISR only while in `live_brokers`.
     #[new]
-    #[pyo3(signature = (log, broker_id, delayed = None))]
-    fn new(log: &PyLog, broker_id: i32, delayed: Option<&DelayedOperations>) -> Self {
+    #[pyo3(signature = (log, broker_id, delayed = None, live_brokers = None))]
+    fn new(
+        log: &PyLog,
+        broker_id: i32,
+        delayed: Option<&DelayedOperations>,
+        live_brokers: Option<&PyLiveBrokers>,
+    ) -> Self {
         let listener = delayed.map(|d| Arc::clone(&d.inner) as Arc<dyn PartitionListener>);
+        let mut partition =
+            Partition::new(Arc::clone(&log.inner), broker_id, Arc::new(SystemClock), listener);
+        if let Some(live) = live_brokers {
+            partition = partition.with_live_brokers(Arc::clone(&live.inner));
+        }
         Self {
-            inner: Arc::new(Partition::new(
-                Arc::clone(&log.inner),
-                broker_id,
-                Arc::new(SystemClock),
-                listener,
-            )),
+            inner: Arc::new(partition),
         }
     }
 

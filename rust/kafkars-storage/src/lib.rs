@@ -54,6 +54,6 @@ pub mod partition_metadata;
 pub use cleaner::{CleanStage, CleanerConfig, CleanerStats};
 pub use offset_map::OffsetMap;
 pub use partition::{
-    FetchIsolation, LogReadResult, NO_LEADER, Partition, PartitionCounters, PartitionListener,
-    ReplicaState,
+    FetchIsolation, LiveBrokers, LogReadResult, NO_LEADER, Partition, PartitionCounters,
+    PartitionListener, ReplicaState,
 };

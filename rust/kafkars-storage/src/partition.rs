@@ -7,7 +7,7 @@
 //! follows every append. Replication adds followers through [`Partition::make_leader`]
 //! and [`Partition::update_follower_fetch_state`] without changing that path.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -21,6 +21,28 @@ use crate::topic_partition::TopicPartition;
 
 /// No leader (Kafka's `LeaderAndIsr.NoLeader`).
 pub const NO_LEADER: i32 = -1;
+
+/// The brokers alive in the cluster as the controller last told (UpdateMetadata). Kafka's
+/// ZooKeeper-mode leader adds a follower to the ISR only if its broker is alive: a fetch
+/// that completes in the purgatory after its follower shut down or died must not bring
+/// it back into the ISR, where acks=all writes would wait for it.
+#[derive(Debug, Default)]
+pub struct LiveBrokers(RwLock<HashSet<i32>>);
+
+impl LiveBrokers {
+    /// Replaces the set with `broker_ids`.
+    pub fn update(&self, broker_ids: impl IntoIterator<Item = i32>) {
+        let ids = broker_ids.into_iter().collect();
+        *self.0.write().unwrap_or_else(|e| e.into_inner()) = ids;
+    }
+
+    pub fn contains(&self, broker_id: i32) -> bool {
+        self.0
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(&broker_id)
+    }
+}
 
 /// Told when a partition's log end or high watermark moves, so operations waiting on
 /// the partition (delayed fetches and produces) are checked at once, on the thread that
@@ -120,6 +142,9 @@ pub struct Partition {
     state: RwLock<PartitionState>,
     min_insync_replicas: AtomicI32,
     listener: Option<Arc<dyn PartitionListener>>,
+    /// In a cluster, the brokers a follower must be among to join the ISR; one broker
+    /// alone has no followers and no set.
+    live_brokers: Option<Arc<LiveBrokers>>,
     counters: PartitionCounters,
 }
 
@@ -146,8 +171,21 @@ impl Partition {
             }),
             min_insync_replicas: AtomicI32::new(1),
             listener,
+            live_brokers: None,
             counters: PartitionCounters::default(),
         }
+    }
+
+    /// Followers join the ISR only while their broker is in `live_brokers`.
+    pub fn with_live_brokers(mut self, live_brokers: Arc<LiveBrokers>) -> Self {
+        self.live_brokers = Some(live_brokers);
+        self
+    }
+
+    fn isr_eligible(&self, replica_id: i32) -> bool {
+        self.live_brokers
+            .as_ref()
+            .is_none_or(|live| live.contains(replica_id))
     }
 
     fn read_state(&self) -> RwLockReadGuard<'_, PartitionState> {
@@ -445,7 +483,8 @@ impl Partition {
             replica.last_fetch_leader_log_end_offset = leader_leo;
             replica.last_fetch_time_ms = now;
             let hw = self.log.high_watermark();
-            if !st.isr.contains(&replica_id) && fetch_offset >= hw {
+            if !st.isr.contains(&replica_id) && fetch_offset >= hw && self.isr_eligible(replica_id)
+            {
                 st.isr.push(replica_id);
                 Some(st.isr.clone())
             } else {
@@ -690,5 +729,39 @@ mod tests {
         assert_eq!(p.check_enough_replicas_reach_offset(6), Some(0));
         p.make_follower(3, 2, vec![1, 2, 3], vec![3]);
         assert_eq!(p.check_enough_replicas_reach_offset(6), Some(6));
+    }
+
+    #[test]
+    fn only_a_live_broker_rejoins_the_isr() {
+        let dir = tempfile::tempdir().unwrap();
+        let tp = TopicPartition::new("t", 0);
+        let clock = Arc::new(MockClock::new(0));
+        let (log, _) = Log::open(
+            &dir.path().join(tp.dir_name()),
+            tp,
+            LogConfig::default(),
+            0,
+            0,
+            true,
+            clock.clone(),
+        )
+        .unwrap();
+        let live = Arc::new(LiveBrokers::default());
+        live.update([1, 2]);
+        let p = Partition::new(log, 1, clock, None).with_live_brokers(live.clone());
+        p.make_leader(1, vec![1, 2, 3], vec![1]);
+        p.append_records_to_leader(&batch(3), 1).unwrap();
+        // Broker 3 is gone: its last fetch, completing late, does not bring it back.
+        assert_eq!(p.update_follower_fetch_state(3, 3).unwrap(), None);
+        assert_eq!(p.isr(), vec![1]);
+        assert_eq!(
+            p.update_follower_fetch_state(2, 3).unwrap(),
+            Some(vec![1, 2])
+        );
+        live.update([1, 2, 3]);
+        assert_eq!(
+            p.update_follower_fetch_state(3, 3).unwrap(),
+            Some(vec![1, 2, 3])
+        );
     }
 }
