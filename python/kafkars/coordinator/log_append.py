@@ -1,19 +1,53 @@
-"""The coordinators' appends to their internal topics: acks=all (Kafka appends group and
-transaction state with required acks -1, so a coordinator failover never loses what was
-acknowledged), completed by callback, and the errors a client of the coordinator sees
-when one fails; and the reading of those topics back when a coordinator loads."""
+"""The coordinators' internal topics: their creation on first use; appends to them,
+acks=all (Kafka appends group and transaction state with required acks -1, so a
+coordinator failover never loses what was acknowledged), completed by callback, and the
+errors a client of the coordinator sees when one fails; and the reading of those topics
+back when a coordinator loads."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkars import codec
-from kafkars.protocol import Errors
+from kafkars.protocol import Errors, KafkaError
 from kafkars.server.replica_manager import ReplicaManager
 
+if TYPE_CHECKING:
+    from kafkars.server.controller import Controller
+    from kafkars.server.metadata_cache import MetadataCache
+
 log = logging.getLogger("kafkars.coordinator")
+
+
+def create_internal_topic(
+    controller: Controller,
+    metadata_cache: MetadataCache,
+    name: str,
+    num_partitions: int,
+    configs: dict[str, str],
+    factor_config: str,
+    factor: int,
+) -> None:
+    """Creates an internal topic with `factor` replicas (the broker setting
+    `factor_config`). With fewer brokers up, Kafka waits for enough rather than create it
+    under-replicated: COORDINATOR_NOT_AVAILABLE, which the client retries. Another broker
+    of the cluster creating it first is no error."""
+    brokers = len(metadata_cache.alive_broker_ids())
+    if 1 < brokers < factor:
+        raise KafkaError(
+            Errors.COORDINATOR_NOT_AVAILABLE,
+            f"{factor_config}={factor} but {brokers} broker(s) are up",
+        )
+    try:
+        controller.create_topic(
+            name, num_partitions, configs, replication_factor=min(factor, brokers)
+        )
+    except KafkaError as e:
+        if e.code is not Errors.TOPIC_ALREADY_EXISTS:
+            raise
+
 
 # Called once with the append's error (Errors.NONE once the ISR has it).
 AppendDone = Callable[[Errors], None]

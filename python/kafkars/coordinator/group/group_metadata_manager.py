@@ -15,7 +15,13 @@ from typing import TYPE_CHECKING
 from kafkars import _core, codec
 from kafkars.coordinator.group import consumer_group_records, records
 from kafkars.coordinator.group.group_metadata import GroupMetadata, OffsetAndMetadata
-from kafkars.coordinator.log_append import AppendDone, append_replicated, logged, read_batches
+from kafkars.coordinator.log_append import (
+    AppendDone,
+    append_replicated,
+    create_internal_topic,
+    logged,
+    read_batches,
+)
 from kafkars.protocol import Errors, KafkaError
 
 if TYPE_CHECKING:
@@ -164,25 +170,15 @@ class GroupMetadataManager(GroupStore):
                 "compression.type": "producer",
                 "segment.bytes": str(self.config.get("offsets.topic.segment.bytes")),
             }
-            factor = int(self.config.get("offsets.topic.replication.factor"))
-            brokers = len(self.metadata_cache.alive_broker_ids())
-            if brokers > 1 and brokers < factor:
-                # Kafka waits for enough brokers rather than create it under-replicated.
-                raise KafkaError(
-                    Errors.COORDINATOR_NOT_AVAILABLE,
-                    f"offsets.topic.replication.factor={factor} but {brokers} broker(s) are up",
-                )
-            try:
-                self.controller.create_topic(
-                    GROUP_METADATA_TOPIC_NAME,
-                    self.num_partitions,
-                    configs,
-                    replication_factor=min(factor, brokers),
-                )
-            except KafkaError as e:
-                # Another broker of the cluster created it first.
-                if e.code is not Errors.TOPIC_ALREADY_EXISTS:
-                    raise
+            create_internal_topic(
+                self.controller,
+                self.metadata_cache,
+                GROUP_METADATA_TOPIC_NAME,
+                self.num_partitions,
+                configs,
+                "offsets.topic.replication.factor",
+                int(self.config.get("offsets.topic.replication.factor")),
+            )
             self._topic_ready = True
 
     def append(self, group_id: str, batch: list[Record], done: AppendDone | None = None) -> None:

@@ -13,7 +13,13 @@ import time
 from typing import TYPE_CHECKING
 
 from kafkars import _core, codec
-from kafkars.coordinator.log_append import AppendDone, append_replicated, logged, read_batches
+from kafkars.coordinator.log_append import (
+    AppendDone,
+    append_replicated,
+    create_internal_topic,
+    logged,
+    read_batches,
+)
 from kafkars.coordinator.transaction import records
 from kafkars.coordinator.transaction.transaction_metadata import TransactionMetadata
 from kafkars.protocol import Errors, KafkaError
@@ -121,29 +127,19 @@ class TransactionStateManager(TransactionStore):
                     "compression.type": "uncompressed",
                     "segment.bytes": str(self.config.get("transaction.state.log.segment.bytes")),
                 }
-                factor = int(self.config.get("transaction.state.log.replication.factor"))
-                brokers = len(self.metadata_cache.alive_broker_ids())
-                if brokers > 1 and brokers < factor:
-                    raise KafkaError(
-                        Errors.COORDINATOR_NOT_AVAILABLE,
-                        f"transaction.state.log.replication.factor={factor} but {brokers} "
-                        "broker(s) are up",
-                    )
-                if brokers > 1:
+                if len(self.metadata_cache.alive_broker_ids()) > 1:
                     configs["min.insync.replicas"] = str(
                         self.config.get("transaction.state.log.min.isr")
                     )
-                try:
-                    self.controller.create_topic(
-                        TRANSACTION_STATE_TOPIC_NAME,
-                        self.num_partitions,
-                        configs,
-                        replication_factor=min(factor, brokers),
-                    )
-                except KafkaError as e:
-                    # Another broker of the cluster created it first.
-                    if e.code is not Errors.TOPIC_ALREADY_EXISTS:
-                        raise
+                create_internal_topic(
+                    self.controller,
+                    self.metadata_cache,
+                    TRANSACTION_STATE_TOPIC_NAME,
+                    self.num_partitions,
+                    configs,
+                    "transaction.state.log.replication.factor",
+                    int(self.config.get("transaction.state.log.replication.factor")),
+                )
             self._topic_ready = True
 
     def append(
