@@ -167,6 +167,22 @@ class ConsumerMember:
         return self.subscribed_regex is not None and _fullmatch(self.subscribed_regex, topic)
 
 
+def _static_member_refusal(
+    static: ConsumerMember | None, instance_id: str, member_id: str
+) -> tuple[Errors, str] | None:
+    """Why a static member's heartbeat is refused, if it is (Kafka's
+    throwIfStaticMemberIsUnknown and throwIfInstanceIdIsFenced)."""
+    if static is None:
+        return Errors.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown."
+    if static.member_id != member_id:
+        return (
+            Errors.FENCED_INSTANCE_ID,
+            f"Static member {member_id} with instance id {instance_id} was fenced by member "
+            f"{static.member_id}.",
+        )
+    return None
+
+
 def _fullmatch(pattern: str, topic: str) -> bool:
     try:
         return re.fullmatch(pattern, topic) is not None
@@ -340,19 +356,9 @@ class ConsumerGroupCoordinator:
             if instance_id is not None:
                 static = group.static_member(instance_id)
                 if epoch != 0:
-                    if static is None:
-                        return self._error(
-                            Errors.UNKNOWN_MEMBER_ID,
-                            f"Instance id {instance_id} is unknown.",
-                            member_id,
-                        )
-                    if static.member_id != member_id:
-                        return self._error(
-                            Errors.FENCED_INSTANCE_ID,
-                            f"Static member {member_id} with instance id {instance_id} was "
-                            f"fenced by member {static.member_id}.",
-                            member_id,
-                        )
+                    refused = _static_member_refusal(static, instance_id, member_id)
+                    if refused is not None:
+                        return self._error(*refused, member_id)
                 elif member is None and static is not None:
                     if static.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
                         return self._error(
@@ -478,19 +484,10 @@ class ConsumerGroupCoordinator:
                     )
             else:
                 member = group.static_member(instance_id)
-                if member is None:
-                    return self._error(
-                        Errors.UNKNOWN_MEMBER_ID,
-                        f"Instance id {instance_id} is unknown.",
-                        member_id,
-                    )
-                if member.member_id != member_id:
-                    return self._error(
-                        Errors.FENCED_INSTANCE_ID,
-                        f"Static member {member_id} with instance id {instance_id} was "
-                        f"fenced by member {member.member_id}.",
-                        member_id,
-                    )
+                refused = _static_member_refusal(member, instance_id, member_id)
+                if refused is not None:
+                    return self._error(*refused, member_id)
+                assert member is not None
                 if epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
                     # A static member going away for a while (a restart): it keeps its
                     # partitions, and no rebalance, until its session times out or a
