@@ -41,7 +41,7 @@ def sound() -> list[dict[str, Any]]:
             txn="txn-0-t1",
             outcome="commit",
             values=[["txn-0-t1-0", 0, 1], ["txn-0-t1-1", 1, 0]],
-        ),  # fmt: skip
+        ),
         op(
             2.0,
             "txn-0",
@@ -50,7 +50,7 @@ def sound() -> list[dict[str, Any]]:
             txn="txn-0-t2",
             outcome="abort",
             values=[["txn-0-t2-0", 1, 1]],
-        ),  # fmt: skip
+        ),
         op(
             2.2,
             "txn-0",
@@ -59,7 +59,7 @@ def sound() -> list[dict[str, Any]]:
             txn="txn-0-t3",
             values=[["txn-0-t3-0", 2, -1]],
             error="_TIMED_OUT",
-        ),  # fmt: skip
+        ),
         op(2.5, "idem-0", "ok", "send", value="idem-0-1", partition=0, offset=3),
         op(2.6, "idem-0", "info", "send", value="idem-0-2", partition=1, error="_MSG_TIMED_OUT"),
         op(3.0, "group", "ok", "commit", start=2.9, offsets={"0": 2, "1": 1}),
@@ -76,7 +76,7 @@ def sound() -> list[dict[str, Any]]:
             isolation="read_uncommitted",
             complete=True,
             records=log,
-        ),  # fmt: skip
+        ),
         op(
             9.5,
             "final-read_committed",
@@ -85,7 +85,16 @@ def sound() -> list[dict[str, Any]]:
             isolation="read_committed",
             complete=True,
             records=[r for r in log if r[2] != "txn-0-t2-0"],
-        ),  # fmt: skip
+        ),
+        op(
+            9.8,
+            "final-committed",
+            "ok",
+            "committed",
+            start=9.7,
+            offsets={"0": 4, "1": 1},
+            final=True,
+        ),
     ]
 
 
@@ -160,16 +169,39 @@ def test_a_committed_offset_acknowledged_lower_than_before() -> None:
     verdict = check(ops)
     broken_only(verdict, "offsets_backwards")
     assert verdict["offsets_backwards"][0] == {
-        "partition": 1, "committed": 0, "after_commit": 1, "time": 4.0
-    }  # fmt: skip
+        "partition": 1,
+        "committed": 0,
+        "after_commit": 1,
+        "time": 4.0,
+    }
 
 
-def test_a_committed_offset_fetched_lower_after_the_commit_was_acknowledged() -> None:
+def test_committed_offsets_read_after_the_run_below_an_acknowledged_commit() -> None:
     ops = sound()
-    find(ops, f="committed", time=4.1)["start"] = 4.05
+    find(ops, f="committed", final=True)["offsets"]["0"] = 2
     verdict = check(ops)
     broken_only(verdict, "offsets_backwards")
-    assert verdict["offsets_backwards"][0]["fetched"] == 2
+    assert verdict["offsets_backwards"][0] == {
+        "partition": 0,
+        "fetched_after_run": 2,
+        "after_commit": 4,
+    }
+
+
+def test_a_committed_partition_missing_after_the_run() -> None:
+    ops = sound()
+    del find(ops, f="committed", final=True)["offsets"]["1"]
+    broken_only(check(ops), "offsets_backwards")
+
+
+def test_a_stale_fetch_during_the_run_is_counted_but_not_a_failure() -> None:
+    ops = sound()
+    assert check(ops)["stale_offset_fetches"] == 0
+    find(ops, f="committed", time=4.1)["start"] = 4.05  # invoked after the commit's ack
+    verdict = check(ops)
+    assert verdict["valid"], verdict
+    assert verdict["stale_offset_fetches"] == 1
+    assert verdict["stale_offset_fetch_examples"][0]["fetched"] == 2
 
 
 def test_a_transaction_of_unknown_outcome_seen_in_part() -> None:
@@ -180,8 +212,10 @@ def test_a_transaction_of_unknown_outcome_seen_in_part() -> None:
     verdict = check(ops)
     broken_only(verdict, "partial_txns")
     assert verdict["partial_txns"][0] == {
-        "txn": "txn-0-t3", "outcome": "unknown", "missing": ["txn-0-t3-1"]
-    }  # fmt: skip
+        "txn": "txn-0-t3",
+        "outcome": "unknown",
+        "missing": ["txn-0-t3-1"],
+    }
 
 
 def test_two_records_acknowledged_at_one_offset() -> None:

@@ -37,7 +37,7 @@ def run_fault(fault: str, seconds: float, out: Path) -> dict[str, Any]:
                 str(seconds),
                 "--out",
                 str(out),
-            ],  # fmt: skip
+            ],
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -61,8 +61,12 @@ def run_fault(fault: str, seconds: float, out: Path) -> dict[str, Any]:
         verdict: dict[str, Any] = json.loads(verdict_file.read_text())
         return verdict
     tail = (out / "run.log").read_text(errors="replace")[-2000:]
-    return {"fault": fault, "valid": False, "error": f"no verdict (exit {child.returncode})",
-            "log_tail": tail}  # fmt: skip
+    return {
+        "fault": fault,
+        "valid": False,
+        "error": f"no verdict (exit {child.returncode})",
+        "log_tail": tail,
+    }
 
 
 def summary_line(v: dict[str, Any]) -> str:
@@ -72,7 +76,8 @@ def summary_line(v: dict[str, Any]) -> str:
         f"{v['fault']:<20} {'valid' if v['valid'] else 'INVALID':<8} "
         f"acked {v.get('acknowledged', 0):>6}  lost {counts.get('lost', '?'):>4}  "
         f"dup {counts.get('duplicated', '?'):>4}  txns {v.get('committed_txns', 0)}/"
-        f"{v.get('aborted_txns', 0)} (commit/abort)  broken: {broken}"
+        f"{v.get('aborted_txns', 0)} (commit/abort)  stale fetches "
+        f"{v.get('stale_offset_fetches', 0)}  broken: {broken}"
         + (f"  {v['error']}" if "error" in v else "")
     )
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from confluent_kafka.admin import AdminClient
 
 from kafkars.testing.jepsen.net import Network
-from kafkars.testing.jepsen.workload import History
+from kafkars.testing.jepsen.workload import History, quiet
 
 BROKERS = ("b1", "b2", "b3")
 FAULT_S = 10.0  # longer than zookeeper.session.timeout.ms: sessions expire, leaders move
@@ -23,7 +23,7 @@ class Targets:
     """Who leads partition 0 and who is the controller, as the clients' metadata says."""
 
     def __init__(self, bootstrap: str, topic: str) -> None:
-        self.admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+        self.admin = AdminClient(quiet({"bootstrap.servers": bootstrap}))
         self.topic = topic
 
     def _metadata(self):  # type: ignore[no-untyped-def]

@@ -84,9 +84,20 @@ class Network:
                 run("ip", "netns", "add", ns)
                 port = f"v{host}"
                 run(
-                    "ip", "link", "add", "eth0", "netns", ns, "type", "veth",
-                    "peer", "name", port, "netns", self.hub,
-                )  # fmt: skip
+                    "ip",
+                    "link",
+                    "add",
+                    "eth0",
+                    "netns",
+                    ns,
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    port,
+                    "netns",
+                    self.hub,
+                )
                 run("ip", "-n", self.hub, "link", "set", "dev", port, "master", "br0")
                 run("ip", "-n", self.hub, "link", "set", "dev", port, "up")
                 run("ip", "-n", ns, "addr", "add", f"{self.address(host)}/24", "dev", "eth0")
@@ -162,9 +173,18 @@ class Network:
                 child.kill()
                 raise RuntimeError(f"jepsen.delay did not start: {line}")
             run(
-                *self.exec_prefix(host), "iptables", "-A", "OUTPUT", "-o", "eth0",
-                "-j", "NFQUEUE", "--queue-num", "0", "--queue-bypass",
-            )  # fmt: skip
+                *self.exec_prefix(host),
+                "iptables",
+                "-A",
+                "OUTPUT",
+                "-o",
+                "eth0",
+                "-j",
+                "NFQUEUE",
+                "--queue-num",
+                "0",
+                "--queue-bypass",
+            )
 
     def _rules(self, host: str, inbound: list[str]) -> None:
         script = [

@@ -25,7 +25,13 @@ from kafkars.testing.cluster import Cluster
 from kafkars.testing.jepsen import checker
 from kafkars.testing.jepsen.nemesis import FAULTS, Nemesis, Targets
 from kafkars.testing.jepsen.net import Network
-from kafkars.testing.jepsen.workload import History, final_read, start_clients
+from kafkars.testing.jepsen.workload import (
+    History,
+    final_committed,
+    final_read,
+    quiet,
+    start_clients,
+)
 from kafkars.testing.zookeeper import ZooKeeperServer
 
 TOPIC = "jepsen"
@@ -38,7 +44,7 @@ def _log(msg: str) -> None:
 
 
 def _wait_in_sync(bootstrap: str, timeout: float) -> bool:
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    admin = AdminClient(quiet({"bootstrap.servers": bootstrap}))
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -81,7 +87,7 @@ def run(fault: str, seconds: float, out: Path) -> dict[str, Any]:
         )
         cluster.start()
         bootstrap = cluster.bootstrap_servers
-        admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+        admin = AdminClient(quiet({"bootstrap.servers": bootstrap}))
         topic = NewTopic(
             TOPIC,
             PARTITIONS,
@@ -106,9 +112,12 @@ def run(fault: str, seconds: float, out: Path) -> dict[str, Any]:
             c.stopping.set()
         for c in clients:
             c.join(60)
+        _log(f"{fault}: clients stopped; reading everything back")
         for isolation in ("read_uncommitted", "read_committed"):
             final_read(history, bootstrap, TOPIC, PARTITIONS, isolation, timeout=60)
+        final_committed(history, bootstrap, TOPIC, PARTITIONS, timeout=60)
         history.close()
+        _log(f"{fault}: checking")
         verdict = checker.check(checker.load(history.path))
         verdict["fault"] = fault
         verdict["seconds"] = seconds
@@ -132,6 +141,8 @@ def run(fault: str, seconds: float, out: Path) -> dict[str, Any]:
                 log = broker.log_dir / ".kafkars-server.log"
                 if log.exists():
                     shutil.copy(log, out / f"broker-{broker_id}.log")
+                # The data goes anyway: no need for a controlled shutdown.
+                cluster.kill(broker_id)
             cluster.stop()
         if zk is not None:
             zk_log = zk.data_dir / "zookeeper.log"
@@ -139,6 +150,7 @@ def run(fault: str, seconds: float, out: Path) -> dict[str, Any]:
                 shutil.copy(zk_log, out / "zookeeper.log")
             zk.stop()
         net.destroy()
+        _log(f"{fault}: torn down")
 
 
 def main() -> None:

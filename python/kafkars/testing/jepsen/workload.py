@@ -9,7 +9,8 @@ did in a JSON-lines history (the format `kafkars.testing.jepsen.checker` reads):
 - `observer`: reads the group's committed offsets (OffsetFetch) every second;
   f=committed, with the time it was invoked (`start`).
 - `rc-N`: read_committed readers of every partition from the beginning; f=read.
-- after the faults: f=final-read, a full read with each isolation level.
+- after the faults: f=final-read, a full read with each isolation level, and the group's
+  committed offsets (f=committed with final=true).
 
 Every line has `time` (seconds since the run began), `process`, `type` and `f`.
 """
@@ -17,6 +18,7 @@ Every line has `time` (seconds since the run began), `process`, `type` and `f`.
 from __future__ import annotations
 
 import json
+import logging
 import random
 import threading
 import time
@@ -34,9 +36,15 @@ from confluent_kafka import (
     TopicPartition,
 )
 
+# librdkafka's own log (it calls `logger.log`): kept out of the run's output; what
+# matters reaches the history as errors.
+_CLIENT_LOG = logging.getLogger("kafkars.jepsen.clients")
+_CLIENT_LOG.addHandler(logging.NullHandler())
+_CLIENT_LOG.propagate = False
 
-def _quiet(conf: dict[str, Any]) -> dict[str, Any]:
-    return {**conf, "log_level": 0, "logger": lambda *a: None}
+
+def quiet(conf: dict[str, Any]) -> dict[str, Any]:
+    return {**conf, "logger": _CLIENT_LOG}
 
 
 class History:
@@ -93,7 +101,7 @@ class IdempotentProducer(Client):
         seq = 0
         while not self.stopping.is_set():
             producer = Producer(
-                _quiet(
+                quiet(
                     {
                         "bootstrap.servers": self.bootstrap,
                         "acks": "all",
@@ -150,7 +158,7 @@ class TransactionalProducer(Client):
         transactional_id = f"jepsen-{self.name}"
         while not self.stopping.is_set():
             producer = Producer(
-                _quiet(
+                quiet(
                     {
                         "bootstrap.servers": self.bootstrap,
                         "transactional.id": transactional_id,
@@ -207,9 +215,14 @@ class TransactionalProducer(Client):
                 try:
                     producer.abort_transaction(30)
                     self.history.add(
-                        self.name, "ok", "txn", txn=txn, outcome="abort", values=values,
+                        self.name,
+                        "ok",
+                        "txn",
+                        txn=txn,
+                        outcome="abort",
+                        values=values,
                         error=err.name(),
-                    )  # fmt: skip
+                    )
                     return True
                 except KafkaException as e2:
                     err = e2.args[0]
@@ -224,7 +237,7 @@ class GroupMember(Client):
 
     def work(self) -> None:
         consumer = Consumer(
-            _quiet(
+            quiet(
                 {
                     "bootstrap.servers": self.bootstrap,
                     "group.id": self.group,
@@ -263,7 +276,7 @@ class GroupMember(Client):
 class CommittedObserver(Client):
     def work(self) -> None:
         consumer = Consumer(
-            _quiet({"bootstrap.servers": self.bootstrap, "group.id": GroupMember.group})
+            quiet({"bootstrap.servers": self.bootstrap, "group.id": GroupMember.group})
         )
         tps = [TopicPartition(self.topic, p) for p in range(self.partitions)]
         try:
@@ -287,7 +300,7 @@ def _record(m: Message) -> list[Any]:
 
 def _reader(bootstrap: str, isolation: str) -> Consumer:
     return Consumer(
-        _quiet(
+        quiet(
             {
                 "bootstrap.servers": bootstrap,
                 "group.id": f"jepsen-reader-{uuid.uuid4().hex[:8]}",
@@ -362,6 +375,28 @@ def final_read(
         complete=complete,
         records=records,
     )
+
+
+def final_committed(
+    history: History, bootstrap: str, topic: str, partitions: int, timeout: float
+) -> None:
+    """The group's committed offsets once the clients have stopped."""
+    consumer = Consumer(quiet({"bootstrap.servers": bootstrap, "group.id": GroupMember.group}))
+    tps = [TopicPartition(topic, p) for p in range(partitions)]
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            start = history.now()
+            try:
+                got = consumer.committed(tps, timeout=10)
+                break
+            except KafkaException:
+                if time.monotonic() > deadline:
+                    raise
+    finally:
+        consumer.close()
+    offsets = {str(tp.partition): tp.offset for tp in got if tp.offset >= 0}
+    history.add("final-committed", "ok", "committed", start=start, offsets=offsets, final=True)
 
 
 def start_clients(history: History, bootstrap: str, topic: str, partitions: int) -> list[Client]:
