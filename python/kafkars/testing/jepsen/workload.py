@@ -112,19 +112,32 @@ class IdempotentProducer(Client):
                 )
             )
             self._fatal.clear()
-            while not self.stopping.is_set() and not self._fatal.is_set():
-                value = f"{self.name}-{seq}"
-                partition = seq % self.partitions
-                seq += 1
-                try:
-                    producer.produce(
-                        self.topic, value=value, partition=partition, on_delivery=self._delivered
-                    )
-                except BufferError:
-                    producer.poll(0.5)
-                    continue
-                producer.poll(1 / self.rate)
-            remaining = producer.flush(45)
+            try:
+                while not self.stopping.is_set() and not self._fatal.is_set():
+                    value = f"{self.name}-{seq}"
+                    partition = seq % self.partitions
+                    seq += 1
+                    try:
+                        producer.produce(
+                            self.topic,
+                            value=value,
+                            partition=partition,
+                            on_delivery=self._delivered,
+                        )
+                    except BufferError:
+                        producer.poll(0.5)
+                        continue
+                    producer.poll(1 / self.rate)
+            except KafkaException as e:
+                # A fatal error (OUT_OF_ORDER_SEQUENCE_NUMBER after the broker lost what it
+                # had acknowledged, say): outstanding records fail in the flush; a new
+                # producer (a new producer id) carries on.
+                self.history.add(self.name, "info", "fatal", error=e.args[0].name())
+            try:
+                remaining = producer.flush(45)
+            except KafkaException as e:
+                self.history.add(self.name, "info", "fatal", error=e.args[0].name())
+                remaining = len(producer)
             if remaining:
                 self.history.add(self.name, "info", "flush", remaining=remaining)
 
