@@ -83,21 +83,9 @@ class Network:
                 ns = self.ns(host)
                 run("ip", "netns", "add", ns)
                 port = f"v{host}"
-                run(
-                    "ip",
-                    "link",
-                    "add",
-                    "eth0",
-                    "netns",
-                    ns,
-                    "type",
-                    "veth",
-                    "peer",
-                    "name",
-                    port,
-                    "netns",
-                    self.hub,
-                )
+                # Both ends are made in their namespaces: no name ever exists in ours.
+                pair = f"ip link add eth0 netns {ns} type veth peer name {port} netns {self.hub}"
+                run(*pair.split())
                 run("ip", "-n", self.hub, "link", "set", "dev", port, "master", "br0")
                 run("ip", "-n", self.hub, "link", "set", "dev", port, "up")
                 run("ip", "-n", ns, "addr", "add", f"{self.address(host)}/24", "dev", "eth0")
@@ -172,19 +160,8 @@ class Network:
             if "bound" not in line:
                 child.kill()
                 raise RuntimeError(f"jepsen.delay did not start: {line}")
-            run(
-                *self.exec_prefix(host),
-                "iptables",
-                "-A",
-                "OUTPUT",
-                "-o",
-                "eth0",
-                "-j",
-                "NFQUEUE",
-                "--queue-num",
-                "0",
-                "--queue-bypass",
-            )
+            queue = "iptables -A OUTPUT -o eth0 -j NFQUEUE --queue-num 0 --queue-bypass"
+            run(*self.exec_prefix(host), *queue.split())
 
     def _rules(self, host: str, inbound: list[str]) -> None:
         script = [
