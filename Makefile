@@ -12,8 +12,8 @@ export JAVA_HOME ?= $(shell dirname $$(dirname $$(readlink -f $$(command -v java
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
-system-deps: ## install the Debian packages the tests use (kcat; openssl makes the TLS test certificates; zookeeper for cluster mode; a JDK and Maven for Apache Kafka and the Java tests)
-	@command -v kcat >/dev/null && command -v openssl >/dev/null && [ -f /usr/share/java/zookeeper.jar ] && command -v javac >/dev/null && command -v mvn >/dev/null || { apt-get update -qq && apt-get install -y -qq kcat openssl zookeeper openjdk-17-jdk-headless maven; }
+system-deps: ## install the Debian packages the tests use (kcat; openssl makes the TLS test certificates; zookeeper for cluster mode; a JDK and Maven for Apache Kafka and the Java tests; iproute2, nftables and iptables for the Jepsen suite's network faults)
+	@command -v kcat >/dev/null && command -v openssl >/dev/null && [ -f /usr/share/java/zookeeper.jar ] && command -v javac >/dev/null && command -v mvn >/dev/null && command -v ip >/dev/null && command -v nft >/dev/null && command -v iptables >/dev/null || { apt-get update -qq && apt-get install -y -qq kcat openssl zookeeper openjdk-17-jdk-headless maven iproute2 nftables iptables; }
 
 $(VENV)/.stamp: pyproject.toml
 	$(PYTHON) -m venv $(VENV)

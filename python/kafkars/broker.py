@@ -4,7 +4,9 @@
         producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
 
 `Broker(process=True)` runs it as a child process instead (its own GIL; what the
-end-to-end tests use), stopped with SIGTERM so it shuts down cleanly. In asyncio code,
+end-to-end tests use), stopped with SIGTERM so it shuts down cleanly; `command_prefix`
+runs that process under another command (`["ip", "netns", "exec", "ns1"]` with `host` the
+namespace's address: the Jepsen suite's brokers). In asyncio code,
 `async with kafkars.Broker() as broker:` starts and stops it without blocking the loop.
 """
 
@@ -18,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -39,6 +42,7 @@ class Broker:
         process: bool = False,
         startup_timeout: float = 30.0,
         env: dict[str, str] | None = None,
+        command_prefix: Sequence[str] = (),
     ) -> None:
         self._tmp: str | None = None
         if log_dir is None:
@@ -51,6 +55,8 @@ class Broker:
         self.startup_timeout = startup_timeout
         # Environment variables for the child process (KAFKA_OPTS, say) on top of ours.
         self.env = env or {}
+        # Runs the child process under another command (`ip netns exec NAME`, say).
+        self.command_prefix = list(command_prefix)
         self.overrides: dict[str, str] = {
             "listeners": f"PLAINTEXT://{host}:{port}",
             "log.dirs": str(self.log_dir),
@@ -99,7 +105,14 @@ class Broker:
         ready = self.log_dir / ".kafkars-ready.json"
         ready.unlink(missing_ok=True)
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        args = [sys.executable, "-m", "kafkars.server", "--ready-file", str(ready)]
+        args = [
+            *self.command_prefix,
+            sys.executable,
+            "-m",
+            "kafkars.server",
+            "--ready-file",
+            str(ready),
+        ]
         for key, value in self.overrides.items():
             args += ["--override", f"{key}={value}"]
         self._log_file = open(self.log_dir / ".kafkars-server.log", "ab")  # noqa: SIM115

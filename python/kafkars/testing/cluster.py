@@ -19,7 +19,9 @@ When the first listener is not PLAINTEXT, `client_config` gives the client prope
 cluster's own checks connect with.
 
 `env` sets environment variables of the broker processes (KAFKA_OPTS with the JAAS file
-of their ZooKeeper login, say).
+of their ZooKeeper login, say). `broker_hosts` and `command_prefixes` (by broker id) put
+brokers on other addresses and run them under another command: the Jepsen suite starts
+each in its own network namespace with `ip netns exec NAME`.
 """
 
 from __future__ import annotations
@@ -46,7 +48,11 @@ class Cluster:
         zookeeper: ZooKeeperServer | ZooKeeperEnsemble | None = None,
         client_config: dict[str, str] | None = None,
         env: dict[str, str] | None = None,
+        broker_hosts: dict[int, str] | None = None,
+        command_prefixes: dict[int, list[str]] | None = None,
     ) -> None:
+        self.broker_hosts = broker_hosts or {}
+        self.command_prefixes = command_prefixes or {}
         self.client_config = client_config or {}
         self.size = size
         self._own_zookeeper = zookeeper is None
@@ -79,6 +85,8 @@ class Cluster:
             broker = Broker(
                 process=True,
                 env=self.env,
+                host=self.broker_hosts.get(i, "127.0.0.1"),
+                command_prefix=self.command_prefixes.get(i, ()),
                 config={
                     **self.config,
                     **self.broker_configs.get(i, {}),

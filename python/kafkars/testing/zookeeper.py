@@ -26,6 +26,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -52,10 +53,10 @@ def java_command() -> str:
     return found
 
 
-def four_letter_word(port: int, word: str, timeout: float = 1.0) -> str:
+def four_letter_word(port: int, word: str, timeout: float = 1.0, host: str = "127.0.0.1") -> str:
     """A ZooKeeper four-letter-word command's answer ("" when the node does not answer)."""
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        with socket.create_connection((host, port), timeout=timeout) as s:
             s.sendall(word.encode())
             chunks = []
             while chunk := s.recv(4096):
@@ -65,10 +66,10 @@ def four_letter_word(port: int, word: str, timeout: float = 1.0) -> str:
         return ""
 
 
-def server_mode(port: int) -> str | None:
+def server_mode(port: int, host: str = "127.0.0.1") -> str | None:
     """`standalone`, `leader` or `follower` from `srvr`; None while the node does not
     serve (down, or without a quorum)."""
-    for line in four_letter_word(port, "srvr").splitlines():
+    for line in four_letter_word(port, "srvr", host=host).splitlines():
         if line.startswith("Mode:"):
             return line.split(":", 1)[1].strip()
     return None
@@ -83,7 +84,9 @@ def _check_installed() -> None:
 
 class ZooKeeperNode:
     """One ZooKeeper JVM on 127.0.0.1: standalone (`peers` empty), or server `myid` of an
-    ensemble whose `peers` are {myid: (client port, quorum port, election port)}."""
+    ensemble whose `peers` are {myid: (client port, quorum port, election port)}. A
+    standalone node can listen on another `host` and run under a `command_prefix`
+    (`ip netns exec NAME`: the Jepsen suite's ZooKeeper in its own network namespace)."""
 
     def __init__(
         self,
@@ -93,8 +96,12 @@ class ZooKeeperNode:
         myid: int = 0,
         peers: dict[int, tuple[int, int, int]] | None = None,
         sasl_users: dict[str, str] | None = None,
+        host: str = "127.0.0.1",
+        command_prefix: Sequence[str] = (),
     ) -> None:
         self.data_dir = data_dir
+        self.host = host
+        self.command_prefix = list(command_prefix)
         self.myid = myid
         self.peers = peers or {}
         self.port = self.peers[myid][0] if self.peers else port or free_port()
@@ -113,7 +120,7 @@ class ZooKeeperNode:
             f"tickTime={TICK_MS}",
             f"dataDir={data}",
             f"clientPort={self.port}",
-            "clientPortAddress=127.0.0.1",
+            f"clientPortAddress={self.host}",
             "maxClientCnxns=0",
             "admin.enableServer=false",
             "minSessionTimeout=1000",
@@ -155,6 +162,7 @@ class ZooKeeperNode:
         self._log = open(self.data_dir / "zookeeper.log", "ab")  # noqa: SIM115
         self._child = subprocess.Popen(
             [
+                *self.command_prefix,
                 java_command(),
                 *self._jvm_flags(),
                 "-cp",
@@ -170,7 +178,7 @@ class ZooKeeperNode:
         )
 
     def wait_serving(self, deadline: float) -> None:
-        while server_mode(self.port) is None:
+        while server_mode(self.port, self.host) is None:
             if self._child is None or self._child.poll() is not None:
                 code = self._child.returncode if self._child else None
                 raise RuntimeError(f"ZooKeeper exited with {code}: {self.log()}")
@@ -191,7 +199,7 @@ class ZooKeeperNode:
 
 
 class ZooKeeperServer:
-    """One standalone ZooKeeper server on 127.0.0.1."""
+    """One standalone ZooKeeper server on 127.0.0.1 (or `host`, run under `command_prefix`)."""
 
     def __init__(
         self,
@@ -199,16 +207,24 @@ class ZooKeeperServer:
         port: int = 0,
         data_dir: str | None = None,
         sasl_users: dict[str, str] | None = None,
+        host: str = "127.0.0.1",
+        command_prefix: Sequence[str] = (),
     ) -> None:
         _check_installed()
         self._tmp = tempfile.mkdtemp(prefix="kafkars-zk-") if data_dir is None else None
         self.data_dir = Path(data_dir or self._tmp or ".")
-        self.node = ZooKeeperNode(self.data_dir, port=port, sasl_users=sasl_users)
+        self.node = ZooKeeperNode(
+            self.data_dir,
+            port=port,
+            sasl_users=sasl_users,
+            host=host,
+            command_prefix=command_prefix,
+        )
         self.port = self.node.port
 
     @property
     def connect(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.node.host}:{self.port}"
 
     def start(self, timeout: float = 30.0) -> ZooKeeperServer:
         self.node.launch()
