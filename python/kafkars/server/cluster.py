@@ -257,33 +257,55 @@ class ClusterMember:
                 log.exception("Recording ISR changes failed")
 
     def propagate_isr_changes(self, lag_ms: int) -> None:
-        changes = self.replica_manager.maybe_shrink_isr(lag_ms)
-        changes += self.replica_manager.take_isr_expansions()
         written = []
-        for topic, index, isr in changes:
-            if self._write_isr(topic, index, isr):
+        # A shrink is applied only once ZooKeeper has it: until then the high watermark
+        # waits for the larger ISR (a leader cut off from ZooKeeper cannot shrink alone).
+        for topic, index, epoch, isr in self.replica_manager.isr_shrinks(lag_ms):
+            partition = self.replica_manager.find_partition(topic, index)
+            if (
+                partition is not None
+                and self._write_isr(topic, index, epoch, isr)
+                and partition.commit_isr(epoch, isr)
+            ):
+                written.append((topic, index))
+        # An expansion is applied on the follower's fetch (the high watermark then waits
+        # for it too, which is safe); what is written is the ISR now, which a shrink since
+        # the expansion may have changed.
+        expanded = {
+            (topic, index) for topic, index, _ in self.replica_manager.take_isr_expansions()
+        }
+        for topic, index in sorted(expanded):
+            partition = self.replica_manager.find_partition(topic, index)
+            if partition is not None and self._write_isr(
+                topic, index, partition.leader_epoch, partition.isr
+            ):
                 written.append((topic, index))
         if written:
             self.zk.propagate_isr_changes(written)
 
-    def _write_isr(self, topic: str, index: int, isr: list[int]) -> bool:
-        """The leader's ISR change, written conditionally on the state znode's version it
-        last knew; lost if the controller wrote a newer state meanwhile (a new
+    def _write_isr(self, topic: str, index: int, leader_epoch: int, isr: list[int]) -> bool:
+        """The leader's ISR at `leader_epoch`, written conditionally on the state znode's
+        version it last knew; lost if the controller wrote a newer state meanwhile (a new
         LeaderAndIsr follows)."""
         with self._lock:
             known = self._zk_versions.get((topic, index))
         partition = self.replica_manager.find_partition(topic, index)
-        if known is None or partition is None or not partition.is_leader:
+        if (
+            known is None
+            or partition is None
+            or not partition.is_leader
+            or partition.leader_epoch != leader_epoch
+        ):
             return False
         version, controller_epoch = known
         state = LeaderIsrAndControllerEpoch(
-            self.broker_id, partition.leader_epoch, sorted(isr), controller_epoch
+            self.broker_id, leader_epoch, sorted(isr), controller_epoch
         )
         try:
             written = self.zk.update_partition_state(topic, index, state, version, None)
         except BadVersionError:
             current = self.zk.get_partition_state(topic, index)
-            if current is None or current.leader_epoch != partition.leader_epoch:
+            if current is None or current.leader_epoch != leader_epoch:
                 return False
             try:
                 written = self.zk.update_partition_state(

@@ -123,9 +123,22 @@ class ReplicaManager:
         assert self.fetchers is not None
         return any(s[:2] == (topic, partition) for s in self.fetchers.fetch_states())
 
+    def isr_shrinks(self, max_lag_ms: int) -> list[tuple[str, int, int, list[int]]]:
+        """For every partition this broker leads whose followers are not all caught up
+        within `max_lag_ms`: (topic, partition, leader epoch, smaller ISR), applied only
+        once recorded (Partition.commit_isr)."""
+        shrinks = []
+        for (topic, index), p in list(self._partitions.items()):
+            if p.is_leader:
+                shrink = p.isr_shrink(max_lag_ms)
+                if shrink is not None:
+                    shrinks.append((topic, index, *shrink))
+        return shrinks
+
     def maybe_shrink_isr(self, max_lag_ms: int) -> list[tuple[str, int, list[int]]]:
         """Drops followers not caught up within `max_lag_ms` from the ISR of every
-        partition this broker leads; returns the changes for the cluster to record."""
+        partition this broker leads, at once (a broker with no controller to tell);
+        returns the changes."""
         changes = []
         for (topic, index), p in list(self._partitions.items()):
             if p.is_leader:

@@ -56,8 +56,12 @@ impl PyPartition {
         live_brokers: Option<&PyLiveBrokers>,
     ) -> Self {
         let listener = delayed.map(|d| Arc::clone(&d.inner) as Arc<dyn PartitionListener>);
-        let mut partition =
-            Partition::new(Arc::clone(&log.inner), broker_id, Arc::new(SystemClock), listener);
+        let mut partition = Partition::new(
+            Arc::clone(&log.inner),
+            broker_id,
+            Arc::new(SystemClock),
+            listener,
+        );
         if let Some(live) = live_brokers {
             partition = partition.with_live_brokers(Arc::clone(&live.inner));
         }
@@ -236,7 +240,20 @@ impl PyPartition {
         .map_err(log_error)
     }
 
-    /// Drops followers not caught up within `max_lag_ms`; returns the new ISR if it shrank.
+    /// The ISR without the followers not caught up within `max_lag_ms`, with the leader
+    /// epoch it is for, if any must go; applied only by `commit_isr`.
+    fn isr_shrink(&self, py: Python<'_>, max_lag_ms: i64) -> Option<(i32, Vec<i32>)> {
+        py.detach(|| self.inner.isr_shrink(max_lag_ms))
+    }
+
+    /// Applies an ISR recorded for `leader_epoch`; false if this broker no longer leads
+    /// at that epoch.
+    fn commit_isr(&self, py: Python<'_>, leader_epoch: i32, isr: Vec<i32>) -> bool {
+        py.detach(|| self.inner.commit_isr(leader_epoch, isr))
+    }
+
+    /// Drops followers not caught up within `max_lag_ms` at once (no controller records
+    /// the ISR); returns the new ISR if it shrank.
     fn maybe_shrink_isr(&self, py: Python<'_>, max_lag_ms: i64) -> Option<Vec<i32>> {
         py.detach(|| self.inner.maybe_shrink_isr(max_lag_ms))
     }

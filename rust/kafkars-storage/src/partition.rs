@@ -495,36 +495,53 @@ impl Partition {
         Ok(expanded)
     }
 
-    /// Removes from the ISR the followers not caught up within `max_lag_ms`
-    /// (`replica.lag.time.max.ms`). Returns the new ISR if it shrank.
-    pub fn maybe_shrink_isr(&self, max_lag_ms: i64) -> Option<Vec<i32>> {
+    /// The ISR without the followers not caught up within `max_lag_ms`
+    /// (`replica.lag.time.max.ms`), at the current leader epoch, if any must go. Nothing
+    /// changes yet: as in Kafka (its pending shrink), the high watermark keeps counting
+    /// the larger ISR until the smaller one is recorded where the controller reads it
+    /// (ZooKeeper) and [`commit_isr`](Self::commit_isr) applies it. A leader cut off from
+    /// ZooKeeper therefore cannot shrink its ISR and acknowledge acks=all writes alone.
+    pub fn isr_shrink(&self, max_lag_ms: i64) -> Option<(i32, Vec<i32>)> {
         let now = self.clock.now_ms();
-        let shrunk = {
+        let st = self.read_state();
+        if st.leader_id != self.local_broker_id {
+            return None;
+        }
+        let local = self.local_broker_id;
+        let keep: Vec<i32> = st
+            .isr
+            .iter()
+            .copied()
+            .filter(|id| {
+                *id == local
+                    || st
+                        .remote_replicas
+                        .get(id)
+                        .is_some_and(|r| now - r.last_caught_up_time_ms <= max_lag_ms)
+            })
+            .collect();
+        (keep.len() != st.isr.len()).then_some((st.leader_epoch, keep))
+    }
+
+    /// Applies an ISR recorded for `leader_epoch` and moves the high watermark; false
+    /// (nothing applied) if this broker no longer leads at that epoch.
+    pub fn commit_isr(&self, leader_epoch: i32, isr: Vec<i32>) -> bool {
+        {
             let mut st = self.write_state();
-            if st.leader_id != self.local_broker_id {
-                return None;
+            if st.leader_id != self.local_broker_id || st.leader_epoch != leader_epoch {
+                return false;
             }
-            let local = self.local_broker_id;
-            let remote = &st.remote_replicas;
-            let keep: Vec<i32> = st
-                .isr
-                .iter()
-                .copied()
-                .filter(|id| {
-                    *id == local
-                        || remote
-                            .get(id)
-                            .is_some_and(|r| now - r.last_caught_up_time_ms <= max_lag_ms)
-                })
-                .collect();
-            if keep.len() == st.isr.len() {
-                return None;
-            }
-            st.isr = keep.clone();
-            keep
-        };
+            st.isr = isr;
+        }
         self.maybe_increment_high_watermark();
-        Some(shrunk)
+        true
+    }
+
+    /// [`isr_shrink`](Self::isr_shrink) applied at once, where nothing else records the
+    /// ISR (a leader without a controller); returns the new ISR if it shrank.
+    pub fn maybe_shrink_isr(&self, max_lag_ms: i64) -> Option<Vec<i32>> {
+        let (epoch, isr) = self.isr_shrink(max_lag_ms)?;
+        self.commit_isr(epoch, isr.clone()).then_some(isr)
     }
 
     /// Reads from `fetch_offset` for a fetch. Consumers read only from the leader;
@@ -763,5 +780,27 @@ mod tests {
             p.update_follower_fetch_state(3, 3).unwrap(),
             Some(vec![1, 2, 3])
         );
+    }
+
+    #[test]
+    fn a_shrink_moves_the_high_watermark_only_once_committed() {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = Arc::new(MockClock::new(0));
+        let (p, _) = partition(dir.path(), clock.clone());
+        p.make_leader(4, vec![1, 2], vec![1, 2]);
+        p.append_records_to_leader(&batch(3), 1).unwrap();
+        clock.advance(30_001);
+        let (epoch, isr) = p.isr_shrink(30_000).unwrap();
+        assert_eq!((epoch, isr.clone()), (4, vec![1]));
+        // Not recorded yet: the ISR and the high watermark still wait for replica 2.
+        assert_eq!(p.isr(), vec![1, 2]);
+        assert_eq!(p.high_watermark(), 0);
+        // A shrink proposed at an older epoch is not applied.
+        p.make_leader(5, vec![1, 2], vec![1, 2]);
+        assert!(!p.commit_isr(epoch, isr.clone()));
+        assert_eq!(p.isr(), vec![1, 2]);
+        assert!(p.commit_isr(5, isr));
+        assert_eq!(p.isr(), vec![1]);
+        assert_eq!(p.high_watermark(), 3);
     }
 }
