@@ -773,27 +773,53 @@ def _default_topic(options: dict[str, str]) -> str | None:
 def produce_batches(options: dict[str, str], batches: Iterator[pa.RecordBatch]) -> int:
     """Sends the rows and waits for every acknowledgement: at-least-once, as Spark's
     Kafka sink."""
-    from confluent_kafka import KafkaError as ClientError
     from confluent_kafka import KafkaException, Producer
 
-    errors: list[tuple[Any, Any]] = []
-
-    def on_delivery(err: Any, msg: Any) -> None:
-        if err is not None:
-            errors.append((err, msg.topic()))
-
-    conf = {"linger.ms": "5", **_producer_config(options), "on_delivery": on_delivery}
+    failed = _DeliveryErrors()
+    conf = {"linger.ms": "5", **_producer_config(options), "on_delivery": failed}
     producer = Producer(conf)
     n = _send(producer, _default_topic(options), batches)
     remaining = producer.flush(120)
     if remaining:
         raise KafkaException(f"{remaining} records not acknowledged")
-    if errors:
-        err, topic = errors[0]
-        if err.code() == ClientError.TOPIC_AUTHORIZATION_FAILED:
-            raise TopicAuthorizationError(topic, "Write")
-        raise KafkaException(err)
+    failed.raise_first()
     return n
+
+
+class _DeliveryErrors:
+    """A producer's `on_delivery`: keeps the failed deliveries; a denied Write becomes
+    one TopicAuthorizationError naming the topic."""
+
+    def __init__(self) -> None:
+        self.errors: list[tuple[Any, str]] = []
+
+    def __call__(self, err: Any, msg: Any) -> None:
+        if err is not None:
+            self.errors.append((err, msg.topic()))
+
+    def raise_first(self) -> None:
+        from confluent_kafka import KafkaError as ClientError
+        from confluent_kafka import KafkaException
+
+        for err, topic in self.errors:
+            if err.code() == ClientError.TOPIC_AUTHORIZATION_FAILED:
+                raise TopicAuthorizationError(topic, "Write")
+        if self.errors:
+            raise KafkaException(self.errors[0][0])
+
+    def raise_for_transaction(self, e: Exception) -> None:
+        """A transaction that failed because a topic may not be written (the broker's
+        AddPartitionsToTxn answer; the records are then purged) as TopicAuthorizationError
+        naming the topic: the one in librdkafka's message among the records' topics."""
+        from confluent_kafka import KafkaError as ClientError
+
+        err = e.args[0] if e.args else None
+        if getattr(err, "code", lambda: None)() != ClientError.TOPIC_AUTHORIZATION_FAILED:
+            return
+        topics = list(dict.fromkeys(topic for _, topic in self.errors))
+        named = [t for t in topics if t in str(err)]
+        if named or topics:
+            raise TopicAuthorizationError((named or topics)[0], "Write") from e
 
 
 def _marker(write_id: str, epoch: int, records: int) -> str:
@@ -833,7 +859,10 @@ def produce_exactly_once(
         return WriteResult(0, part)  # nothing to write, nothing to replay
     txn_id = f"{prefix}-{part}"
     conf = _producer_config(options)
-    producer = Producer({"linger.ms": "5", **conf, "transactional.id": txn_id})
+    failed = _DeliveryErrors()
+    producer = Producer(
+        {"linger.ms": "5", **conf, "transactional.id": txn_id, "on_delivery": failed}
+    )
     # Fences the producers of earlier attempts (retries, a killed driver's tasks) and
     # completes or aborts their transaction, so the marker read next is settled.
     producer.init_transactions(_TXN_TIMEOUT)
@@ -863,9 +892,11 @@ def produce_exactly_once(
                 [marker], consumer.consumer_group_metadata(), _TXN_TIMEOUT
             )
             producer.commit_transaction(_TXN_TIMEOUT)
-        except BaseException:
+        except BaseException as e:
             with contextlib.suppress(Exception):
                 producer.abort_transaction(_TXN_TIMEOUT)
+            if isinstance(e, KafkaException):
+                failed.raise_for_transaction(e)
             raise
         return WriteResult(n, part, txn_id)
     finally:

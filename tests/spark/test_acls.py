@@ -153,3 +153,42 @@ def test_write_denied_names_topic_and_operation(
         w = w.option(k, v)
     took = _fails_with(w.save, f"Not authorized to Write topic '{t}' (TOPIC_AUTHORIZATION_FAILED)")
     assert took < 60, f"a denied Write took {took:.1f} s"
+
+
+def test_exactly_once_write_denied_names_topic_and_operation(
+    spark: Any, secured: Broker, topics: dict[str, str]
+) -> None:
+    """The transactional sink: alice may use her transactional ids, groups and the
+    markers' topic, but not write the target topic."""
+    t = topics["readable"]
+    prefix, commits = f"alice-{t}", f"alice-commits-{t}"
+    admin = AdminClient(_client(secured, "admin"))
+    admin.create_topics([NewTopic(commits, 1, 1)])[commits].result(30)
+
+    def allow(rtype: ResourceType, name: str, op: AclOperation) -> AclBinding:
+        pattern = ResourcePatternType.PREFIXED if name == prefix else ResourcePatternType.LITERAL
+        return AclBinding(rtype, name, pattern, "User:alice", "*", op, AclPermissionType.ALLOW)
+
+    acls = [
+        allow(ResourceType.TRANSACTIONAL_ID, prefix, AclOperation.WRITE),
+        allow(ResourceType.TRANSACTIONAL_ID, prefix, AclOperation.DESCRIBE),
+        allow(ResourceType.GROUP, prefix, AclOperation.READ),
+        allow(ResourceType.TOPIC, commits, AclOperation.DESCRIBE),
+        allow(ResourceType.TOPIC, commits, AclOperation.READ),
+        allow(ResourceType.TOPIC, commits, AclOperation.CREATE),  # the sink ensures it
+    ]
+    for f in admin.create_acls(acls).values():
+        f.result(30)
+    df = spark.createDataFrame([("k", "v")], "key string, value string").coalesce(1)
+    w = (
+        df.write.format("kafkars")
+        .mode("append")
+        .option("topic", t)
+        .option("exactlyOnce", "true")
+        .option("transactionalIdPrefix", prefix)
+        .option("commitsTopic", commits)
+    )
+    for k, v in _spark_options(secured).items():
+        w = w.option(k, v)
+    took = _fails_with(w.save, f"Not authorized to Write topic '{t}' (TOPIC_AUTHORIZATION_FAILED)")
+    assert took < 60, f"a denied transactional Write took {took:.1f} s"
