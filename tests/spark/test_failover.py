@@ -168,7 +168,8 @@ def test_leader_killed_mid_read(
     try:
         wait_for_file(tmp_path / "first", 90)
         first_rows = int((tmp_path / "first").read_text())
-        # Both task slots busy while the victim's task holds: tasks run in parallel.
+        # The victim (Spark partition 0) starts in the first wave; another task starting
+        # while it still holds shows tasks running side by side (local[2]: two slots).
         deadline = time.monotonic() + 60
         while len(list(tmp_path.glob("task-*"))) < 2:
             assert time.monotonic() < deadline, "no second task ran beside the first"
