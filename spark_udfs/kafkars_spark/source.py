@@ -807,19 +807,25 @@ class _DeliveryErrors:
         if self.errors:
             raise KafkaException(self.errors[0][0])
 
-    def raise_for_transaction(self, e: Exception) -> None:
+    def raise_for_transaction(self, e: Exception, default_topic: str | None) -> None:
         """A transaction that failed because a topic may not be written (the broker's
         AddPartitionsToTxn answer; the records are then purged) as TopicAuthorizationError
-        naming the topic: the one in librdkafka's message among the records' topics."""
+        naming the topic: a record's own error says which, else the one librdkafka's
+        message names, else the sink's `topic`."""
         from confluent_kafka import KafkaError as ClientError
 
+        denied = ClientError.TOPIC_AUTHORIZATION_FAILED
+        for err, topic in self.errors:
+            if err.code() == denied:
+                raise TopicAuthorizationError(topic, "Write") from e
         err = e.args[0] if e.args else None
-        if getattr(err, "code", lambda: None)() != ClientError.TOPIC_AUTHORIZATION_FAILED:
+        if not isinstance(err, ClientError) or err.code() != denied:
             return
         topics = list(dict.fromkeys(topic for _, topic in self.errors))
         named = [t for t in topics if t in str(err)]
-        if named or topics:
-            raise TopicAuthorizationError((named or topics)[0], "Write") from e
+        name = (named or topics)[0] if topics else default_topic
+        if name:
+            raise TopicAuthorizationError(name, "Write") from e
 
 
 def _marker(write_id: str, epoch: int, records: int) -> str:
@@ -896,7 +902,8 @@ def produce_exactly_once(
             with contextlib.suppress(Exception):
                 producer.abort_transaction(_TXN_TIMEOUT)
             if isinstance(e, KafkaException):
-                failed.raise_for_transaction(e)
+                producer.poll(0)  # the delivery reports of the records the abort purged
+                failed.raise_for_transaction(e, _default_topic(options))
             raise
         return WriteResult(n, part, txn_id)
     finally:
