@@ -828,6 +828,25 @@ class _DeliveryErrors:
             raise TopicAuthorizationError(name, "Write") from e
 
 
+def _abortable_cause(producer: Any, e: Exception) -> Exception:
+    """The error that failed a transaction. librdkafka keeps it, but a call that was under
+    way when it came (send_offsets_to_transaction) may report only its own state error;
+    commit_transaction, refused in that state, reports the kept one."""
+    from confluent_kafka import KafkaError as ClientError
+    from confluent_kafka import KafkaException
+
+    err = e.args[0] if e.args else None
+    if not isinstance(err, ClientError) or not err.txn_requires_abort():
+        return e
+    if err.code() != ClientError._STATE:
+        return e
+    try:
+        producer.commit_transaction(_TXN_TIMEOUT)
+    except KafkaException as cause:
+        return cause
+    return e
+
+
 def _marker(write_id: str, epoch: int, records: int) -> str:
     return json.dumps({"write": write_id, "epoch": epoch, "records": records})
 
@@ -899,11 +918,11 @@ def produce_exactly_once(
             )
             producer.commit_transaction(_TXN_TIMEOUT)
         except BaseException as e:
+            cause = _abortable_cause(producer, e) if isinstance(e, KafkaException) else e
             with contextlib.suppress(Exception):
                 producer.abort_transaction(_TXN_TIMEOUT)
-            if isinstance(e, KafkaException):
-                producer.poll(0)  # the delivery reports of the records the abort purged
-                failed.raise_for_transaction(e, _default_topic(options))
+            if isinstance(cause, KafkaException):
+                failed.raise_for_transaction(cause, _default_topic(options))
             raise
         return WriteResult(n, part, txn_id)
     finally:
