@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import math
 import mmap
 import re
 import struct
@@ -51,10 +52,14 @@ from kafkars_spark.wire import (
     LATEST,
     KafkaClient,
     KafkaError,
+    TopicAuthorizationError,
+    is_retriable,
 )
 
 TopicPartition = tuple[str, int]
 OFFSET_OUT_OF_RANGE = 1
+#: Bytes per fetch unless `kafka.max.partition.fetch.bytes` says otherwise.
+DEFAULT_FETCH_BYTES = 8 << 20
 # Kafka settings Spark's Kafka source and sink refuse (they manage them themselves).
 _REJECTED = {
     "group.id",
@@ -116,6 +121,15 @@ class _Options:
         self.include_headers = _bool(o, "includeheaders", False)
         self.fail_on_data_loss = _bool(o, "failondataloss", True)
         self.min_partitions = int(o["minpartitions"]) if "minpartitions" in o else None
+        if self.min_partitions is not None and self.min_partitions <= 0:
+            raise ValueError(
+                f"Invalid value '{o['minpartitions']}' for option 'minPartitions', "
+                "must be a positive integer"
+            )
+        # The Kafka consumer's per-partition fetch size, which Spark passes through.
+        self.fetch_bytes = int(o.get("kafka.max.partition.fetch.bytes", DEFAULT_FETCH_BYTES))
+        if self.fetch_bytes <= 0:
+            raise ValueError("kafka.max.partition.fetch.bytes must be positive")
         self.max_offsets = int(o["maxoffsetspertrigger"]) if "maxoffsetspertrigger" in o else None
         self.streaming = streaming
         self.poll_timeout = float(o.get("kafkaconsumer.polltimeoutms", 120000)) / 1000
@@ -269,22 +283,49 @@ class _KafkaPlanner:
 
 
 def split_ranges(ranges: list[KafkaRange], min_partitions: int | None) -> list[KafkaRange]:
-    """Spark's `KafkaOffsetRangeCalculator`: with `minPartitions` above the number of
-    ranges, big ranges are split in proportion to their size. Empty ranges are dropped."""
+    """Spark's `KafkaOffsetRangeCalculator.getRanges`: empty ranges are dropped; with
+    `minPartitions` above the number of ranges left, each range gets a share of
+    `minPartitions` in proportion to its size (rounded half up, at least 1). Ranges whose
+    share is 1 stay whole, and the others split `minPartitions` minus those between them
+    in proportion again, into contiguous pieces of near equal size (the last ones taking
+    the remainder), so the total is about `minPartitions`."""
     ranges = [r for r in ranges if r.end > r.start]
     if not min_partitions or min_partitions <= len(ranges):
         return ranges
+
+    def share(size: int, total: int, parts: int) -> int:
+        return max(math.floor(size / total * parts + 0.5), 1)  # Java's Math.round
+
     total = sum(r.end - r.start for r in ranges)
+    whole = [r for r in ranges if share(r.end - r.start, total, min_partitions) == 1]
+    split_total = total - sum(r.end - r.start for r in whole)
+    split_parts = max(min_partitions - len(whole), 1)
     out = []
     for r in ranges:
         size = r.end - r.start
-        parts = max(round(size / total * min_partitions), 1)
+        parts = 1 if r in whole else share(size, split_total, split_parts)
+        start, remaining = r.start, size
         for i in range(parts):
-            s = r.start + size * i // parts
-            e = r.start + size * (i + 1) // parts
-            if e > s:
-                out.append(KafkaRange(r.topic, r.partition, s, e))
+            piece = remaining // (parts - i)
+            remaining -= piece
+            if piece:
+                out.append(KafkaRange(r.topic, r.partition, start, start + piece))
+            start += piece
     return out
+
+
+class _Backoff:
+    """Kafka's retry.backoff.ms (100 ms) doubling up to retry.backoff.max.ms (1 s)."""
+
+    def __init__(self) -> None:
+        self.delay = 0.1
+
+    def wait(self) -> None:
+        time.sleep(self.delay)
+        self.delay = min(self.delay * 2, 1.0)
+
+    def reset(self) -> None:
+        self.delay = 0.1
 
 
 def read_range(
@@ -297,23 +338,46 @@ def read_range(
     timeout: float = 120.0,
     isolation: int = READ_UNCOMMITTED,
     security: ClientSecurity | None = None,
+    max_bytes: int = DEFAULT_FETCH_BYTES,
 ) -> Iterator[pa.RecordBatch]:
     """Fetches `[r.start, r.end)` and yields it decoded, one Arrow batch per fetch (the
     fetch and the decoding both happen in Rust; see `KafkaClient.fetch`). read_committed
-    leaves out control records and the records of aborted transactions."""
+    leaves out control records and the records of aborted transactions.
+
+    Failover: when the leader dies or moves (a connection error, NOT_LEADER_OR_FOLLOWER
+    and Kafka's other retriable errors) the client refreshes the metadata and the fetch
+    resumes at the next offset not yet yielded, on the new leader, with backoff, for at
+    most `timeout` seconds without progress (`kafkaConsumer.pollTimeoutMs`). A denied Read
+    (TopicAuthorizationError) and other non-retriable errors fail the task at once."""
     pos = r.start
     deadline = time.monotonic() + timeout
+    backoff = _Backoff()
+
+    def give_up() -> bool:
+        if time.monotonic() > deadline:
+            return True
+        backoff.wait()
+        return False
+
     with KafkaClient(bootstrap, security=security, isolation_level=isolation) as client:
         while pos < r.end:
             try:
                 resp = client.fetch(
-                    r.topic, r.partition, pos, r.end, include_headers=include_headers
+                    r.topic,
+                    r.partition,
+                    pos,
+                    r.end,
+                    include_headers=include_headers,
+                    max_bytes=max_bytes,
                 )
-            except (OSError, KafkaError):
-                if time.monotonic() > deadline:
-                    raise
-                client.close()
-                time.sleep(0.2)
+            except TopicAuthorizationError:
+                raise
+            except (OSError, KafkaError) as e:
+                if give_up():
+                    raise RuntimeError(
+                        f"{r.topic}-{r.partition}: no leader served offset {pos} within "
+                        f"{timeout:g} s (last error: {e})"
+                    ) from e
                 continue
             if resp.error == OFFSET_OUT_OF_RANGE and pos < resp.log_start_offset:
                 if fail_on_data_loss:
@@ -324,9 +388,10 @@ def read_range(
                 pos = resp.log_start_offset
                 continue
             if resp.error:
-                if time.monotonic() > deadline:
+                # OFFSET_OUT_OF_RANGE above the log start: a new leader still catching up.
+                waitable = is_retriable(resp.error) or resp.error == OFFSET_OUT_OF_RANGE
+                if not waitable or give_up():
                     raise KafkaError(resp.error, f"fetch {r.topic}-{r.partition}@{pos}")
-                time.sleep(0.2)
                 continue
             nxt = resp.next_offset
             if nxt is None:
@@ -343,6 +408,7 @@ def read_range(
                 time.sleep(0.05)
                 continue
             deadline = time.monotonic() + timeout
+            backoff.reset()
             pos = nxt
             if resp.capsules is not None:
                 batch = pa.RecordBatch._import_from_c_capsule(*resp.capsules)
@@ -467,6 +533,7 @@ class KafkarsReader(DataSourceReader):
                 timeout=self.opts.poll_timeout,
                 isolation=self.opts.isolation,
                 security=self.opts.security,
+                max_bytes=self.opts.fetch_bytes,
             )
 
 
@@ -587,6 +654,7 @@ class KafkarsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             timeout=self.opts.poll_timeout,
             isolation=self.opts.isolation,
             security=self.opts.security,
+            max_bytes=self.opts.fetch_bytes,
         )
 
     def commit(self, end: dict) -> None:
@@ -707,21 +775,76 @@ def produce_batches(options: dict[str, str], batches: Iterator[pa.RecordBatch]) 
     Kafka sink."""
     from confluent_kafka import KafkaException, Producer
 
-    errors: list[Any] = []
-
-    def on_delivery(err: Any, _msg: Any) -> None:
-        if err is not None:
-            errors.append(err)
-
-    conf = {"linger.ms": "5", **_producer_config(options), "on_delivery": on_delivery}
+    failed = _DeliveryErrors()
+    conf = {"linger.ms": "5", **_producer_config(options), "on_delivery": failed}
     producer = Producer(conf)
     n = _send(producer, _default_topic(options), batches)
     remaining = producer.flush(120)
     if remaining:
         raise KafkaException(f"{remaining} records not acknowledged")
-    if errors:
-        raise KafkaException(errors[0])
+    failed.raise_first()
     return n
+
+
+class _DeliveryErrors:
+    """A producer's `on_delivery`: keeps the failed deliveries; a denied Write becomes
+    one TopicAuthorizationError naming the topic."""
+
+    def __init__(self) -> None:
+        self.errors: list[tuple[Any, str]] = []
+
+    def __call__(self, err: Any, msg: Any) -> None:
+        if err is not None:
+            self.errors.append((err, msg.topic()))
+
+    def raise_first(self) -> None:
+        from confluent_kafka import KafkaError as ClientError
+        from confluent_kafka import KafkaException
+
+        for err, topic in self.errors:
+            if err.code() == ClientError.TOPIC_AUTHORIZATION_FAILED:
+                raise TopicAuthorizationError(topic, "Write")
+        if self.errors:
+            raise KafkaException(self.errors[0][0])
+
+    def raise_for_transaction(self, e: Exception, default_topic: str | None) -> None:
+        """A transaction that failed because a topic may not be written (the broker's
+        AddPartitionsToTxn answer; the records are then purged) as TopicAuthorizationError
+        naming the topic: a record's own error says which, else the one librdkafka's
+        message names, else the sink's `topic`."""
+        from confluent_kafka import KafkaError as ClientError
+
+        denied = ClientError.TOPIC_AUTHORIZATION_FAILED
+        for err, topic in self.errors:
+            if err.code() == denied:
+                raise TopicAuthorizationError(topic, "Write") from e
+        err = e.args[0] if e.args else None
+        if not isinstance(err, ClientError) or err.code() != denied:
+            return
+        topics = list(dict.fromkeys(topic for _, topic in self.errors))
+        named = [t for t in topics if t in str(err)]
+        name = (named or topics)[0] if topics else default_topic
+        if name:
+            raise TopicAuthorizationError(name, "Write") from e
+
+
+def _abortable_cause(producer: Any, e: Exception) -> Exception:
+    """The error that failed a transaction. librdkafka keeps it, but a call that was under
+    way when it came (send_offsets_to_transaction) may report only its own state error;
+    commit_transaction, refused in that state, reports the kept one."""
+    from confluent_kafka import KafkaError as ClientError
+    from confluent_kafka import KafkaException
+
+    err = e.args[0] if e.args else None
+    if not isinstance(err, ClientError) or not err.txn_requires_abort():
+        return e
+    if err.code() != ClientError._STATE:
+        return e
+    try:
+        producer.commit_transaction(_TXN_TIMEOUT)
+    except KafkaException as cause:
+        return cause
+    return e
 
 
 def _marker(write_id: str, epoch: int, records: int) -> str:
@@ -761,7 +884,10 @@ def produce_exactly_once(
         return WriteResult(0, part)  # nothing to write, nothing to replay
     txn_id = f"{prefix}-{part}"
     conf = _producer_config(options)
-    producer = Producer({"linger.ms": "5", **conf, "transactional.id": txn_id})
+    failed = _DeliveryErrors()
+    producer = Producer(
+        {"linger.ms": "5", **conf, "transactional.id": txn_id, "on_delivery": failed}
+    )
     # Fences the producers of earlier attempts (retries, a killed driver's tasks) and
     # completes or aborts their transaction, so the marker read next is settled.
     producer.init_transactions(_TXN_TIMEOUT)
@@ -791,9 +917,12 @@ def produce_exactly_once(
                 [marker], consumer.consumer_group_metadata(), _TXN_TIMEOUT
             )
             producer.commit_transaction(_TXN_TIMEOUT)
-        except BaseException:
+        except BaseException as e:
+            cause = _abortable_cause(producer, e) if isinstance(e, KafkaException) else e
             with contextlib.suppress(Exception):
                 producer.abort_transaction(_TXN_TIMEOUT)
+            if isinstance(cause, KafkaException):
+                failed.raise_for_transaction(cause, _default_topic(options))
             raise
         return WriteResult(n, part, txn_id)
     finally:

@@ -48,6 +48,34 @@ class KafkaError(Exception):
     def code(self) -> int:
         return int(self.args[0])
 
+    def __str__(self) -> str:
+        return f"{self.args[1]} ({_error_name(self.code)})" if len(self.args) > 1 else ""
+
+
+class TopicAuthorizationError(KafkaError):
+    """The broker's ACLs refuse `operation` (Kafka's name: Describe, Read, Write) on a
+    topic: one line saying which, raised at once (retrying cannot help)."""
+
+    def __init__(self, topic: str, operation: str) -> None:
+        super().__init__(
+            int(Errors.TOPIC_AUTHORIZATION_FAILED), f"Not authorized to {operation} topic {topic!r}"
+        )
+        self.topic = topic
+        self.operation = operation
+
+
+def _error_name(code: int) -> str:
+    try:
+        return Errors(code).name
+    except ValueError:
+        return f"error {code}"
+
+
+def is_retriable(code: int) -> bool:
+    """Whether a Fetch or ListOffsets error may clear up (a leader moving, a broker
+    starting): Kafka's retriable errors the readers wait out."""
+    return code in _RETRIABLE
+
 
 @dataclass
 class PartitionInfo:
@@ -152,7 +180,12 @@ class KafkaClient:
     def metadata(self, topics: list[str] | None = None) -> dict[str, list[PartitionInfo]]:
         """Partitions per topic (all topics when `topics` is None); Metadata v1."""
         wanted = None if topics is None else [{"name": t} for t in topics]
-        r = self._any().request(_METADATA, 1, {"topics": wanted})
+        conn = self._any()
+        try:
+            r = conn.request(_METADATA, 1, {"topics": wanted})
+        except OSError:
+            conn.close()  # a broker gone since: the next call tries another
+            raise
         for b in r["brokers"]:
             self.brokers[b["node_id"]] = (b["host"], b["port"])
         out: dict[str, list[PartitionInfo]] = {}
@@ -164,6 +197,8 @@ class KafkaClient:
                     PartitionInfo(name, p["partition_index"], p["leader_id"], p["error_code"])
                 )
                 self.leaders[(name, p["partition_index"])] = p["leader_id"]
+            if err == Errors.TOPIC_AUTHORIZATION_FAILED:
+                raise TopicAuthorizationError(name, "Describe")
             if err == 0 or parts:
                 out[name] = sorted(parts, key=lambda x: x.partition)
             elif err != Errors.UNKNOWN_TOPIC_OR_PARTITION:  # an unknown topic is left out
@@ -205,6 +240,8 @@ class KafkaClient:
             r = self._conn(addr).request(_LIST_OFFSETS, 2, body)
             for t in r["topics"]:
                 for p in t["partitions"]:
+                    if p["error_code"] == Errors.TOPIC_AUTHORIZATION_FAILED:
+                        raise TopicAuthorizationError(t["name"], "Describe")
                     if p["error_code"]:
                         raise KafkaError(
                             p["error_code"], f"ListOffsets {t['name']}-{p['partition_index']}"
@@ -224,7 +261,11 @@ class KafkaClient:
     ) -> FetchedPartition:
         """The records of `[offset, end_offset)` in the batches from `offset` on (Fetch v5 at
         the client's isolation level; control batches left out), fetched and decoded in
-        Rust. Under read_committed `high_watermark` is the last stable offset."""
+        Rust. Under read_committed `high_watermark` is the last stable offset.
+
+        The leader comes from cached metadata; a connection error or a retriable error
+        (NOT_LEADER_OR_FOLLOWER, ...) forgets it, so the next call asks the cluster
+        again and goes to the new leader. A denied Read raises TopicAuthorizationError."""
         conn = self._leader_conn(topic, partition)
         addr = (conn.host, conn.port)
         fetcher = self._fetchers.get(addr)
@@ -236,18 +277,37 @@ class KafkaClient:
                 security=self.security.settings(),
             )
             self._fetchers[addr] = fetcher
-        error, hw, log_start, nxt, capsules = fetcher.fetch(
-            topic,
-            partition,
-            offset,
-            end_offset,
-            include_headers=include_headers,
-            max_bytes=max_bytes,
-            isolation_level=self.isolation_level,
-        )
+        try:
+            error, hw, log_start, nxt, capsules = fetcher.fetch(
+                topic,
+                partition,
+                offset,
+                end_offset,
+                include_headers=include_headers,
+                max_bytes=max_bytes,
+                isolation_level=self.isolation_level,
+            )
+        except OSError:
+            self.forget_leader(topic, partition)
+            raise
+        if error == Errors.TOPIC_AUTHORIZATION_FAILED:
+            raise TopicAuthorizationError(topic, "Read")
         if error in _RETRIABLE:
-            self.leaders.pop((topic, partition), None)
+            self.forget_leader(topic, partition)
         return FetchedPartition(error, hw, log_start, nxt, capsules)
+
+    def forget_leader(self, topic: str, partition: int) -> None:
+        """Drops the cached leader of a partition and its connections: the next request
+        for it refreshes the metadata (a broker that died or lost the leadership)."""
+        leader = self.leaders.pop((topic, partition), None)
+        addr = self.brokers.get(leader) if leader is not None else None
+        if addr is not None:
+            fetcher = self._fetchers.pop(addr, None)
+            if fetcher is not None:
+                fetcher.close()
+            conn = self._conns.get(addr)
+            if conn is not None:
+                conn.close()
 
     def close(self) -> None:
         for c in self._conns.values():

@@ -111,6 +111,54 @@ def test_offsets_options_and_min_partitions(spark: Any, broker: Broker, topic: s
     assert read(spark, broker, subscribe=topic, startingTimestamp="0").count() == 400
 
 
+# Spark's KafkaOffsetRangeCalculatorSuite figures: (minPartitions, ranges, the split),
+# a range as (partition, start, end).
+SPARK_SPLITS = [
+    (None, [(1, 1, 2), (2, 1, 1)], [(1, 1, 2)]),
+    (3, [(1, 1, 2), (2, 1, 2), (3, 1, 2)], [(1, 1, 2), (2, 1, 2), (3, 1, 2)]),
+    (4, [(1, 1, 5)], [(1, 1, 2), (1, 2, 3), (1, 3, 4), (1, 4, 5)]),
+    (4, [(1, 1, 5), (2, 1, 21)], [(1, 1, 5), (2, 1, 7), (2, 7, 14), (2, 14, 21)]),
+    (4, [(1, 1, 1), (2, 1, 21)], [(2, 1, 6), (2, 6, 11), (2, 11, 16), (2, 16, 21)]),
+    (4, [(1, 1, 2), (2, 1, 1001)], [(1, 1, 2), (2, 1, 334), (2, 334, 667), (2, 667, 1001)]),
+    (1, [(1, 1, 5), (2, 1, 21)], [(1, 1, 5), (2, 1, 21)]),
+    (3, [(1, 1, 11)], [(1, 1, 4), (1, 4, 7), (1, 7, 11)]),
+    (
+        6,
+        [(1, 0, 10), (2, 0, 10), (3, 0, 1)],
+        [(1, 0, 3), (1, 3, 6), (1, 6, 10), (2, 0, 3), (2, 3, 6), (2, 6, 10), (3, 0, 1)],
+    ),
+    (
+        9,
+        [(1, 0, 10000), (2, 0, 15000), (3, 0, 20000)],
+        [(1, 0, 5000), (1, 5000, 10000)]
+        + [(2, s, s + 5000) for s in (0, 5000, 10000)]
+        + [(3, s, s + 5000) for s in (0, 5000, 10000, 15000)],
+    ),
+    (
+        6,
+        [(1, 0, 500), (2, 0, 12000), (3, 0, 15001)],
+        [(1, 0, 500), (2, 0, 6000), (2, 6000, 12000), (3, 0, 5000), (3, 5000, 10000)]
+        + [(3, 10000, 15001)],
+    ),
+    (
+        6,
+        [(1, 0, 1), (2, 0, 1), (3, 0, 10000)],
+        [(1, 0, 1), (2, 0, 1), (3, 0, 2500), (3, 2500, 5000), (3, 5000, 7500), (3, 7500, 10000)],
+    ),
+    (4, [(1, 0, 1), (2, 0, 1), (3, 0, 2)], [(1, 0, 1), (2, 0, 1), (3, 0, 1), (3, 1, 2)]),
+]
+
+
+@pytest.mark.parametrize(("min_partitions", "ranges", "want"), SPARK_SPLITS)
+def test_min_partitions_split_as_spark(
+    min_partitions: int | None, ranges: list, want: list
+) -> None:
+    from kafkars_spark.source import KafkaRange, split_ranges
+
+    got = split_ranges([KafkaRange("t", *r) for r in ranges], min_partitions)
+    assert [(r.partition, r.start, r.end) for r in got] == want
+
+
 def test_offline_reader_matches_broker_reader(spark: Any, broker: Broker, topic: str) -> None:
     create(broker, topic, 3)
     produce(broker, topic, 600, codec="zstd")
