@@ -312,9 +312,9 @@ class Soak:
                 window, self.window = self.window, Window()
             child = None if self.restarting.is_set() else self.broker._child
             try:
-                rss, fds, threads = proc_status(child.pid) if child else (np.nan, 0, 0)
+                rss, fds, threads = proc_status(child.pid) if child else (np.nan, np.nan, np.nan)
             except OSError:  # the broker is restarting
-                rss, fds, threads = np.nan, 0, 0
+                rss, fds, threads = np.nan, np.nan, np.nan
             dt = now - last
             last = now
             row = {
@@ -587,7 +587,7 @@ def lifetimes(
     out = []
     pids = list(dict.fromkeys(r["pid"] for r in rows if r["pid"] and not np.isnan(r["rss_mib"])))
     for pid in pids:
-        own = [r for r in rows if r["pid"] == pid and not np.isnan(r["rss_mib"]) and r["fds"]]
+        own = [r for r in rows if r["pid"] == pid and not np.isnan(r["fds"])]
         if len(own) < 4:
             continue
         span_s = own[-1]["t_s"] - own[0]["t_s"]
