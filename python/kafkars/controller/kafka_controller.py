@@ -5,9 +5,11 @@ All work is an event on `ControllerEventManager`'s queue. On winning the electio
 controller reads brokers, topics and partition states, elects leaders where needed and
 sends every live broker UpdateMetadata and LeaderAndIsr. Afterwards it reacts to broker
 arrival and loss (/brokers/ids), new topics and partitions (/brokers/topics), topic
-deletion (/admin/delete_topics), ISR changes the leaders wrote (/isr_change_notification)
-and ControlledShutdown requests. Partition state changes are written to ZooKeeper first
-(conditionally on the controller epoch), then sent to the brokers.
+deletion (/admin/delete_topics), ISR changes the leaders wrote (/isr_change_notification),
+failed log dirs (/log_dir_event_notification: the broker's LeaderAndIsr response names
+its replicas in the failed dir, which go offline) and ControlledShutdown requests.
+Partition state changes are written to ZooKeeper first (conditionally on the controller
+epoch), then sent to the brokers.
 """
 
 from __future__ import annotations
@@ -96,6 +98,17 @@ class IsrChangeNotification:
 
 
 @dataclass
+class LogDirEventNotification:
+    pass
+
+
+@dataclass
+class LeaderAndIsrResponseReceived:
+    broker_id: int
+    response: dict[str, Any]
+
+
+@dataclass
 class ControlledShutdown:
     broker_id: int
     reply: Callable[[int, list[TopicPartition]], None]
@@ -171,6 +184,16 @@ class ControllerContext:
     assignments: dict[str, TopicAssignment] = field(default_factory=dict)
     states: dict[TopicPartition, LeaderIsrAndControllerEpoch] = field(default_factory=dict)
     shutting_down: set[int] = field(default_factory=set)
+    # Per broker, its replicas in a failed log dir (their LeaderAndIsr answer was
+    # KAFKA_STORAGE_ERROR): not eligible to lead or be in the ISR until it restarts.
+    replicas_on_offline_dirs: dict[int, set[TopicPartition]] = field(default_factory=dict)
+
+    def is_replica_online(self, broker: int, tp: TopicPartition) -> bool:
+        return (
+            broker in self.live
+            and broker not in self.shutting_down
+            and tp not in self.replicas_on_offline_dirs.get(broker, ())
+        )
 
     def partitions(self) -> list[TopicPartition]:
         return [(t, p) for t, a in self.assignments.items() for p in sorted(a.partitions)]
@@ -340,6 +363,10 @@ class KafkaController:
                     self._on_topic_deletion()
                 elif isinstance(event, IsrChangeNotification):
                     self._on_isr_change()
+                elif isinstance(event, LogDirEventNotification):
+                    self._on_log_dir_event()
+                elif isinstance(event, LeaderAndIsrResponseReceived):
+                    self._on_leader_and_isr_response(event.broker_id, event.response)
                 elif isinstance(event, AutoLeaderRebalance):
                     self._rebalance_leaders()
                 elif isinstance(event, ZkReassignment):
@@ -394,6 +421,12 @@ class KafkaController:
             watch=self._watch(IsrChangeNotification())
         ):
             self.zk.read_and_delete_isr_change(name)
+        # Failed log dirs show in the LeaderAndIsr responses below (Kafka drops the
+        # notifications on failover too).
+        for name in self.zk.get_log_dir_event_notifications(
+            watch=self._watch(LogDirEventNotification())
+        ):
+            self.zk.read_and_delete_log_dir_event(name)
         # Partitions without a live leader get one now; new partitions get their state;
         # brokers that died with the previous controller leave the ISRs.
         self._elect_offline_leaders(self.ctx.partitions())
@@ -425,6 +458,8 @@ class KafkaController:
         if dead:
             log.info("[Controller id=%s] brokers lost: %s", self.broker_id, sorted(dead))
             self.ctx.shutting_down -= dead
+            for broker in dead:
+                self.ctx.replicas_on_offline_dirs.pop(broker, None)
             self._on_broker_failure(dead)
         if new:
             log.info("[Controller id=%s] brokers joined: %s", self.broker_id, sorted(new))
@@ -450,6 +485,9 @@ class KafkaController:
         return changed
 
     def _on_broker_startup(self, new: set[int]) -> None:
+        # A restarted broker's dirs are online again, or its answers will say otherwise.
+        for broker in new:
+            self.ctx.replicas_on_offline_dirs.pop(broker, None)
         self._send_update_metadata(list(self.ctx.live), self.ctx.partitions())
         for broker in new:
             self._send_leader_and_isr(broker, self._partitions_on(broker))
@@ -565,6 +603,89 @@ class KafkaController:
             for tp in sorted(set(changed)):
                 if self.ctx.assignment(tp).adding or self.ctx.assignment(tp).removing:
                     self._maybe_complete_reassignment(tp)
+
+    # -- failed log dirs ---------------------------------------------------------------------
+    def _on_log_dir_event(self) -> None:
+        """Kafka's processLogDirEventNotification: every broker that announced a failed
+        log dir gets a LeaderAndIsr for all its replicas; those in the failed dir answer
+        KAFKA_STORAGE_ERROR (handled in `_on_leader_and_isr_response`)."""
+        brokers = set()
+        for name in self.zk.get_log_dir_event_notifications(
+            watch=self._watch(LogDirEventNotification())
+        ):
+            broker = self.zk.read_and_delete_log_dir_event(name)
+            if broker is not None:
+                brokers.add(broker)
+        for broker in sorted(brokers & set(self.ctx.live)):
+            log.info(
+                "[Controller id=%s] handling a log dir failure on broker %s", self.broker_id, broker
+            )
+            self._send_leader_and_isr(broker, self._partitions_on(broker))
+
+    def _on_leader_and_isr_response(self, broker: int, response: dict[str, Any]) -> None:
+        """Kafka's processLeaderAndIsrResponseReceived: replicas answered with
+        KAFKA_STORAGE_ERROR are in a failed log dir, those answered without error are
+        online; the newly offline ones go offline (`_on_replicas_offline`)."""
+        if response.get("error_code", 0) != 0:
+            log.error(
+                "[Controller id=%s] LeaderAndIsr to broker %s failed with error %s",
+                self.broker_id,
+                broker,
+                response["error_code"],
+            )
+            return
+        names = {a.topic_id: t for t, a in self.ctx.assignments.items()}
+        offline: set[TopicPartition] = set()
+        online: set[TopicPartition] = set()
+        for topic in response.get("topics", []):
+            name = names.get(topic["topic_id"])
+            if name is None:
+                continue
+            for p in topic["partition_errors"]:
+                tp = (name, p["partition_index"])
+                if p["error_code"] == Errors.KAFKA_STORAGE_ERROR:
+                    offline.add(tp)
+                elif p["error_code"] == 0:
+                    online.add(tp)
+        before = self.ctx.replicas_on_offline_dirs.get(broker, set())
+        now = (before - online) | offline
+        self.ctx.replicas_on_offline_dirs[broker] = now
+        if now - before:
+            self._on_replicas_offline(broker, sorted(now - before))
+
+    def _on_replicas_offline(self, broker: int, partitions: list[TopicPartition]) -> None:
+        """Kafka's onReplicasBecomeOffline for one broker's replicas in a failed dir:
+        partitions it led get a new leader from the rest of the ISR (or none), the
+        others lose it from their ISR; it stops the replicas (StopReplica without
+        delete), the other replicas get LeaderAndIsr, every broker UpdateMetadata."""
+        log.info(
+            "[Controller id=%s] replicas %s on broker %s are offline (failed log dir)",
+            self.broker_id,
+            partitions,
+            broker,
+        )
+        changed: list[TopicPartition] = []
+        for tp in partitions:
+            state = self.ctx.states.get(tp)
+            if state is None:
+                continue
+            if state.leader == broker:
+                online = {b for b in self.ctx.live if self.ctx.is_replica_online(b, tp)}
+                choice = offline_partition_leader(
+                    self.ctx.replicas(tp), state.isr, online, self._unclean(tp[0])
+                )
+                if choice is not None:
+                    self._write_state(tp, choice[0], choice[1])
+                else:
+                    # No other replica may lead: offline, the ISR kept (as on a death).
+                    self._write_state(tp, NO_LEADER, state.isr)
+                changed.append(tp)
+            elif broker in state.isr:
+                self._write_state(tp, state.leader, [b for b in state.isr if b != broker])
+                changed.append(tp)
+        self._send_stop_replica(broker, partitions, delete=False)
+        self._send_leader_and_isr_to_replicas(changed)
+        self._send_update_metadata(list(self.ctx.live), changed)
 
     # -- requests from leaders of Kafka's kind --------------------------------------------------
     def _alter_partition(self, body: dict[str, Any], version: int) -> dict[str, Any]:
@@ -918,10 +1039,11 @@ class KafkaController:
             if state is None:
                 self._on_new_partitions([tp])
                 continue
-            if state.leader in live:
+            online = {b for b in live if self.ctx.is_replica_online(b, tp)}
+            if state.leader in online:
                 continue
             choice = offline_partition_leader(
-                self.ctx.replicas(tp), state.isr, live, self._unclean(tp[0])
+                self.ctx.replicas(tp), state.isr, online, self._unclean(tp[0])
             )
             if choice is None:
                 if state.leader != NO_LEADER:
@@ -969,7 +1091,7 @@ class KafkaController:
         by_broker: dict[int, list[TopicPartition]] = {}
         for tp in partitions:
             for b in self.ctx.replicas(tp):
-                if b in self.ctx.live and b not in self.ctx.shutting_down:
+                if self.ctx.is_replica_online(b, tp):
                     by_broker.setdefault(b, []).append(tp)
         for broker, tps in by_broker.items():
             self._send_leader_and_isr(broker, tps, is_new=is_new)
@@ -1018,7 +1140,14 @@ class KafkaController:
             ],
             "live_leaders": live_leaders,
         }
-        self.channel.send(broker, ApiKey.LEADER_AND_ISR, LEADER_AND_ISR_VERSION, body)
+        # Each answer may name replicas in a failed log dir.
+        self.channel.send(
+            broker,
+            ApiKey.LEADER_AND_ISR,
+            LEADER_AND_ISR_VERSION,
+            body,
+            lambda response: self.events.put(LeaderAndIsrResponseReceived(broker, response)),
+        )
 
     def _send_update_metadata(
         self, brokers: list[int], partitions: list[TopicPartition], *, deleting: bool = False
@@ -1040,7 +1169,11 @@ class KafkaController:
                     "isr": state.isr,
                     "zk_version": state.zk_version,
                     "replicas": replicas,
-                    "offline_replicas": [b for b in replicas if b not in live],
+                    "offline_replicas": [
+                        b
+                        for b in replicas
+                        if b not in live or tp in self.ctx.replicas_on_offline_dirs.get(b, ())
+                    ],
                 }
             )
         body = {

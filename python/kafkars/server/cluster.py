@@ -4,7 +4,9 @@ It registers the broker, runs its `KafkaController` (active only if elected), ap
 what the controller sends (Kafka's ReplicaManager.becomeLeaderOrFollower for
 LeaderAndIsr, stopReplicas for StopReplica, the metadata cache for UpdateMetadata), and
 records the ISR changes this broker makes as a leader in ZooKeeper with an ISR change
-notification, as Kafka 2.x does, so the controller tells the other brokers.
+notification, as Kafka 2.x does, so the controller tells the other brokers. A failed log
+dir is announced the same way (a log dir event notification), so the controller moves
+the leadership of its replicas elsewhere.
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ class ClusterMember:
         self._controller_epoch = 0
         self._broker_info: BrokerInfo | None = None
         self._stop = threading.Event()
+        self._announced_offline_dirs: set[str] = set()
         # Called with (topic, partition, leads) after each LeaderAndIsr partition: the
         # coordinators load or drop the partitions of their internal topics.
         self.leadership_listeners: list[Callable[[str, int, bool], None]] = []
@@ -252,9 +255,34 @@ class ClusterMember:
         interval = min(lag_ms / 2000, 0.5)
         while not self._stop.wait(interval):
             try:
+                self.handle_log_dir_failures()
+            except Exception:
+                log.exception("Announcing a log dir failure failed")
+            try:
                 self.propagate_isr_changes(lag_ms)
             except Exception:
                 log.exception("Recording ISR changes failed")
+
+    def handle_log_dir_failures(self) -> None:
+        """Kafka's LogDirFailureHandler: each dir an I/O error took offline (the storage
+        layer marks it) takes its replicas offline here and is announced to the
+        controller with a log dir event notification. Checked on the ISR loop's tick
+        rather than woken by the failure, which is rare and needs no lower latency."""
+        for log_dir in self.replica_manager.log_manager.offline_log_dirs():
+            if log_dir in self._announced_offline_dirs:
+                continue
+            offline = self.replica_manager.handle_log_dir_failure(log_dir)
+            with self._lock:
+                for tp in offline:
+                    self._zk_versions.pop(tp, None)
+            self.zk.propagate_log_dir_event(self.broker_id)
+            self._announced_offline_dirs.add(log_dir)
+            log.warning(
+                "[Broker id=%s] log dir %s failed: replicas %s are offline; told the controller",
+                self.broker_id,
+                log_dir,
+                sorted(offline),
+            )
 
     def propagate_isr_changes(self, lag_ms: int) -> None:
         written = []

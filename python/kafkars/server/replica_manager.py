@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from kafkars import _core
@@ -45,6 +46,9 @@ class ReplicaManager:
         # Byte and record counts of partitions deleted since start-up, so the per-topic
         # counters never go down.
         self.retired_counters: dict[str, list[int]] = {}
+        # Log dirs whose failure was handled (resolved paths): their replicas answer
+        # LeaderAndIsr with KAFKA_STORAGE_ERROR until restart.
+        self._offline_dirs: set[str] = set()
         self._lock = threading.Lock()
 
     def _partition(
@@ -66,6 +70,31 @@ class ReplicaManager:
             handle.log.assign_topic_id(topic_id.bytes)
         return handle
 
+    def handle_log_dir_failure(self, log_dir: str) -> list[TopicPartition]:
+        """Kafka's ReplicaManager.handleLogDirFailure: the replicas in the failed `log_dir`
+        stop fetching and stay offline; returns them (only the first call per dir)."""
+        resolved = str(Path(log_dir).resolve())
+        with self._lock:
+            if resolved in self._offline_dirs:
+                return []
+            self._offline_dirs.add(resolved)
+            offline = [tp for tp, p in self._partitions.items() if self._in_offline_dir(p)]
+            if self.fetchers is not None and offline:
+                self.fetchers.remove_partitions(offline)
+        return offline
+
+    def _in_offline_dir(self, handle: Any) -> bool:
+        parent = handle.log.dir_parent
+        return parent is not None and str(Path(parent).resolve()) in self._offline_dirs
+
+    def _check_online(self, topic: str, partition: int) -> None:
+        handle = self._partitions.get((topic, partition))
+        if handle is not None and self._offline_dirs and self._in_offline_dir(handle):
+            raise KafkaError(
+                Errors.KAFKA_STORAGE_ERROR,
+                f"{topic}-{partition} is in an offline log dir on broker {self.broker_id}",
+            )
+
     def become_leader(
         self,
         topic: str,
@@ -78,8 +107,10 @@ class ReplicaManager:
         min_insync_replicas: int = 1,
         topic_id: uuid.UUID | None = None,
     ) -> Any:
-        """Leads `topic`-`partition` (alone, unless `replicas`/`isr` name followers)."""
+        """Leads `topic`-`partition` (alone, unless `replicas`/`isr` name followers);
+        KafkaError KAFKA_STORAGE_ERROR if its log dir failed."""
         with self._lock:
+            self._check_online(topic, partition)
             handle = self._partition(topic, partition, log_config, topic_id)
             if self.fetchers is not None and not handle.is_leader:
                 self.fetchers.remove_partitions([(topic, partition)])
@@ -105,8 +136,10 @@ class ReplicaManager:
     ) -> Any:
         """Follows `leader_id` for `topic`-`partition`, fetching from `leader_endpoint`
         (its inter-broker listener) when given; waiting requests on the partition are
-        answered (NOT_LEADER_OR_FOLLOWER for produces, the fetch re-read for fetches)."""
+        answered (NOT_LEADER_OR_FOLLOWER for produces, the fetch re-read for fetches).
+        KafkaError KAFKA_STORAGE_ERROR if its log dir failed."""
         with self._lock:
+            self._check_online(topic, partition)
             handle = self._partition(topic, partition, log_config, topic_id)
             changed = handle.make_follower(leader_id, leader_epoch, replicas or [], isr or [])
             if self.fetchers is not None:

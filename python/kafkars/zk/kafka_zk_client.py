@@ -516,6 +516,35 @@ class KafkaZkClient:
             return []
         return zk_data.decode_isr_change(raw)
 
+    # -- log dir event notifications ---------------------------------------------------------
+    def propagate_log_dir_event(self, broker_id: int) -> None:
+        """Tells the controller a log dir of `broker_id` failed (Kafka's
+        propagateLogDirEvent)."""
+        self.zk.create(
+            f"{zk_data.LOG_DIR_EVENT_NOTIFICATION}/{zk_data.LOG_DIR_EVENT_PREFIX}",
+            zk_data.encode_log_dir_event(broker_id),
+            sequence=True,
+            makepath=True,
+        )
+
+    def get_log_dir_event_notifications(self, watch: Watch | None = None) -> list[str]:
+        return sorted(self.zk.get_children(zk_data.LOG_DIR_EVENT_NOTIFICATION, watch=watch))
+
+    def read_and_delete_log_dir_event(self, name: str) -> int | None:
+        """The broker id of one notification, which is deleted (None if already gone or
+        unreadable)."""
+        path = f"{zk_data.LOG_DIR_EVENT_NOTIFICATION}/{name}"
+        try:
+            raw, _ = self.zk.get(path)
+            self.zk.delete(path)
+        except NoNodeError:
+            return None
+        try:
+            return zk_data.decode_log_dir_event(raw)
+        except (ValueError, KeyError, TypeError):
+            log.warning("Ignoring the unreadable log dir event %s", name)
+            return None
+
     # -- producer ids ----------------------------------------------------------------------
     def allocate_producer_id_block(self, broker_id: int, size: int) -> int:
         """Kafka's ZkProducerIdManager: claims the next block with a conditional write

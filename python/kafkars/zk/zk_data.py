@@ -42,6 +42,10 @@ DELETE_TOPICS = "/admin/delete_topics"
 REASSIGN_PARTITIONS = "/admin/reassign_partitions"
 ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
 ISR_CHANGE_PREFIX = "isr_change_"
+LOG_DIR_EVENT_NOTIFICATION = "/log_dir_event_notification"
+LOG_DIR_EVENT_PREFIX = "log_dir_event_"
+# The one event a log dir notification carries (Kafka's LogDirFailureEvent).
+LOG_DIR_FAILURE_EVENT = 1
 PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 CONFIG_CHANGES = "/config/changes"
 # ACLs (Kafka's AclAuthorizer): one znode per resource; literal names under /kafka-acl,
@@ -286,6 +290,16 @@ def encode_isr_change(partitions: list[tuple[str, int]]) -> bytes:
 
 def decode_isr_change(raw: bytes) -> list[tuple[str, int]]:
     return [(e["topic"], int(e["partition"])) for e in _loads(raw)["partitions"]]
+
+
+def encode_log_dir_event(broker_id: int) -> bytes:
+    """A broker's log dir failure, as Kafka's LogDirEventNotificationSequenceZNode."""
+    return _dumps({"version": 1, "broker": broker_id, "event": LOG_DIR_FAILURE_EVENT})
+
+
+def decode_log_dir_event(raw: bytes) -> int:
+    """The broker id of a log dir event."""
+    return int(_loads(raw)["broker"])
 
 
 # -- topic configs ---------------------------------------------------------------------------
