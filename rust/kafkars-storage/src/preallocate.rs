@@ -62,8 +62,14 @@ pub(crate) fn prepare_in_background(file: &Arc<File>, from: u64, to: u64) {
 }
 
 fn prepare(file: &File, from: u64, to: u64) {
+    // A roll or truncation may have trimmed the file since the job was queued: blocks
+    // past its end would stay allocated until it is deleted.
+    let to = file.metadata().map_or(0, |m| m.len()).min(to);
+    if to <= from {
+        return;
+    }
     let len = to - from;
-    // KEEP_SIZE: never moves the end of a file that was truncated in the meantime.
+    // KEEP_SIZE: never moves the end of a file trimmed between the check and the call.
     if let Err(e) = fallocate(file, FallocateFlags::KEEP_SIZE, from, len) {
         tracing::debug!(error = %e, "segment preallocation: fallocate failed");
     }
