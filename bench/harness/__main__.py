@@ -53,6 +53,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "'kafka' or 'kafka=VERSION' starts Apache Kafka here with kafkars' settings",
     )
     ap.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="NAME:KEY=VALUE[,KEY=VALUE]",
+        help="another kafkars broker of this checkout with these settings, measured beside "
+        "the default one step by step (an A/B in one run; repeatable), e.g. "
+        "prealloc:log.preallocate=true",
+    )
+    ap.add_argument(
         "--startup-partitions",
         default="0,1000,9000",
         metavar="N,M",
@@ -62,6 +71,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--python-clients",
         action="store_true",
         help="use confluent-kafka Python clients even when rdkafka_performance is built",
+    )
+    ap.add_argument(
+        "--mb-per-run",
+        type=int,
+        metavar="N",
+        help="megabytes each produce run writes (default 1,500, 300 with --quick); the "
+        "lag and cluster topics are at most twice this. For a machine short of disk: the "
+        "acks=1 topics of every target are kept until the consume steps",
     )
     ap.add_argument("--out", type=Path, default=RESULTS, help="results directory (bench/results)")
     return ap.parse_args(argv)
@@ -87,6 +104,14 @@ SETTINGS: dict[str, Any] = {"num.partitions": 1}
 
 def _first(e: BaseException) -> str:
     return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+
+
+def parse_variant(text: str) -> tuple[str, dict[str, str]]:
+    name, sep, rest = text.partition(":")
+    settings = dict(item.partition("=")[::2] for item in rest.split(",") if item)
+    if not sep or not name or not settings or not all(settings):
+        raise UsageError(f"--variant wants NAME:KEY=VALUE[,KEY=VALUE], got {text!r}")
+    return name, settings
 
 
 def counts_of(text: str) -> list[int]:
@@ -138,7 +163,8 @@ def main(argv: list[str] | None = None) -> int:
         groups = groups_of(args.scenarios, args.quick)
         startup_partitions = counts_of(args.startup_partitions)
         peers = [targets.parse_peer(p) for p in args.peer]
-        names = [args.name] + [n for n, _ in peers]
+        variants = [parse_variant(v) for v in args.variant]
+        names = [args.name] + [n for n, _ in peers] + [n for n, _ in variants]
         if len(set(names)) != len(names):
             raise UsageError(f"every target needs its own name, got {', '.join(names)}")
         measured: list[Target] = []
@@ -162,6 +188,13 @@ def main(argv: list[str] | None = None) -> int:
                 raise UsageError(f"could not start a kafkars broker: {_first(e)}") from e
             started_here.append(own)
             measured.insert(0, own)
+        for i, (name, overrides) in enumerate(variants):
+            try:
+                variant = targets.start_own(name, {**SETTINGS, **overrides})
+            except (RuntimeError, TimeoutError) as e:
+                raise UsageError(f"could not start the {name} broker: {_first(e)}") from e
+            started_here.append(variant)
+            measured.insert(1 + i, variant)
     except UsageError as e:
         for target in started_here:
             target.own.stop()  # type: ignore[union-attr]
@@ -198,6 +231,8 @@ def main(argv: list[str] | None = None) -> int:
         "errors": [],
     }
     cfg = scenarios.settings(args.quick, groups, startup_partitions)
+    if args.mb_per_run:
+        cfg.scale_to(args.mb_per_run * 1_000_000)
     bench = scenarios.Bench(cfg, client, measured, results, Progress)
     began = time.monotonic()
     try:

@@ -99,6 +99,14 @@ class Settings:
     def records(self, size: int) -> int:
         return max(1000, min(self.max_records, self.bytes_per_run // size))
 
+    def scale_to(self, bytes_per_run: int) -> None:
+        """Runs of `bytes_per_run` (--mb-per-run), the big topics at most twice that."""
+        self.bytes_per_run = bytes_per_run
+        self.max_records = max(1000, bytes_per_run // 100)
+        self.lag_bytes = min(self.lag_bytes, 2 * bytes_per_run)
+        self.cluster_bytes = min(self.cluster_bytes, 2 * bytes_per_run)
+        self.limit_bytes = min(self.limit_bytes, 2 * bytes_per_run)
+
 
 def settings(quick: bool, groups: tuple[str, ...], startup_partitions: list[int]) -> Settings:
     sizes = (100, 1024, 65536)

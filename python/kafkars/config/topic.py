@@ -392,6 +392,7 @@ class LogConfig:
             "compacted": self.compact,
             "retention_ms": self.retention_ms,
             "retention_bytes": self.retention_bytes,
+            "preallocate": self.preallocate,
         }
 
 

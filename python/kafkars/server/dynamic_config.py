@@ -52,6 +52,7 @@ def storage_settings(config: LogConfig) -> dict[str, Any]:
         "min_cleanable_dirty_ratio": float(get("min.cleanable.dirty.ratio")),
         "min_compaction_lag_ms": int(get("min.compaction.lag.ms")),
         "max_compaction_lag_ms": int(get("max.compaction.lag.ms")),
+        "preallocate": bool(get("preallocate")),
     }
 
 

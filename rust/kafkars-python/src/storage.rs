@@ -54,6 +54,7 @@ fn log_config(settings: &Bound<'_, PyDict>) -> PyResult<LogConfig> {
             "min_cleanable_dirty_ratio" => c.min_cleanable_dirty_ratio = value.extract()?,
             "min_compaction_lag_ms" => c.min_compaction_lag_ms = value.extract()?,
             "max_compaction_lag_ms" => c.max_compaction_lag_ms = value.extract()?,
+            "preallocate" => c.preallocate = value.extract()?,
             "message_timestamp_before_max_ms" => {
                 c.message_timestamp_before_max_ms = value.extract()?;
             }

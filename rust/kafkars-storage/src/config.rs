@@ -64,6 +64,9 @@ pub struct LogConfig {
     /// `max.compaction.lag.ms`: a log with older dirty records is cleaned regardless of
     /// its dirty ratio.
     pub max_compaction_lag_ms: i64,
+    /// `preallocate`: each new segment's `.log` starts at `segment.bytes` long and is
+    /// trimmed to its data on roll and close.
+    pub preallocate: bool,
 }
 
 impl Default for LogConfig {
@@ -91,6 +94,7 @@ impl Default for LogConfig {
             min_cleanable_dirty_ratio: 0.5,
             min_compaction_lag_ms: 0,
             max_compaction_lag_ms: i64::MAX,
+            preallocate: false,
         }
     }
 }

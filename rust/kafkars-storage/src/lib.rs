@@ -36,6 +36,7 @@ mod future_log;
 mod loader;
 pub mod log;
 mod log_validator;
+mod preallocate;
 pub mod producer_state;
 pub mod transaction_index;
 pub use config::{Clock, LogConfig, MockClock, SystemClock, TopicCompression};

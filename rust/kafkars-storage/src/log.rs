@@ -224,6 +224,23 @@ struct LoadedState {
     stats: PartitionLoadStats,
 }
 
+/// A new active segment at `base`, preallocated to `segment.bytes` when the topic says so
+/// (Kafka's LogSegment.open with `initFileSize` and `preallocate`).
+fn new_segment(dir: &Path, base: i64, config: &LogConfig, now: i64) -> Result<LogSegment> {
+    let mut seg = LogSegment::create(
+        dir,
+        base,
+        config.max_index_size,
+        config.index_interval_bytes,
+        jitter(config.segment_jitter_ms, now ^ base),
+        now,
+    )?;
+    if config.preallocate {
+        seg.preallocate(config.segment_bytes)?;
+    }
+    Ok(seg)
+}
+
 fn load_state(
     dir: &Path,
     config: LogConfig,
@@ -250,14 +267,7 @@ fn load_state(
     let mut segments = loaded.segments;
     if segments.is_empty() {
         let base = log_start_offset.max(0);
-        let seg = LogSegment::create(
-            dir,
-            base,
-            config.max_index_size,
-            config.index_interval_bytes,
-            jitter(config.segment_jitter_ms, now ^ base),
-            now,
-        )?;
+        let seg = new_segment(dir, base, &config, now)?;
         segments.insert(base, seg);
     }
     let (_, active) = segments
@@ -953,14 +963,7 @@ impl Log {
         st.producer_state.advance_to(new_base);
         st.producer_state.take_snapshot()?;
         active.on_became_inactive_segment()?;
-        let seg = LogSegment::create(
-            &st.dir,
-            new_base,
-            st.config.max_index_size,
-            st.config.index_interval_bytes,
-            jitter(st.config.segment_jitter_ms, now ^ new_base),
-            now,
-        )?;
+        let seg = new_segment(&st.dir, new_base, &st.config, now)?;
         st.segments.insert(new_base, seg);
         Ok(())
     }
@@ -1257,14 +1260,7 @@ impl Log {
             seg.delete()?;
         }
         let now = self.clock.now_ms();
-        let seg = LogSegment::create(
-            &st.dir,
-            new_offset,
-            st.config.max_index_size,
-            st.config.index_interval_bytes,
-            jitter(st.config.segment_jitter_ms, now ^ new_offset),
-            now,
-        )?;
+        let seg = new_segment(&st.dir, new_offset, &st.config, now)?;
         st.segments.insert(new_offset, seg);
         st.epoch_cache.clear()?;
         st.producer_state

@@ -212,6 +212,11 @@ pub struct LogSegment {
     /// The size the indexes grow to before the next append (set on the segment that is
     /// active at load; see `resize_indexes_before_append`).
     grow_indexes_to: Option<usize>,
+    /// The `.log` file's length while it is preallocated (`preallocate`), 0 otherwise:
+    /// the file is longer than the data until a roll or close trims it.
+    preallocated_len: u64,
+    /// How far past the data the background preallocator was asked to prepare.
+    prepared_to: u64,
 }
 
 impl LogSegment {
@@ -351,7 +356,59 @@ impl LogSegment {
             rolling_based_timestamp: None,
             grow_indexes_to: None,
             max_timestamp_so_far: Mutex::new(None),
+            preallocated_len: 0,
+            prepared_to: 0,
         }
+    }
+
+    /// Kafka's `preallocate`: gives the new, empty `.log` file its full `len` up front
+    /// (a sparse length, as Kafka's `setLength`); the data's size stays what was
+    /// appended, and a roll or close trims the file back to it. Appends then have a
+    /// background thread allocate blocks and page cache a little ahead of them.
+    pub fn preallocate(&mut self, len: u32) -> Result<()> {
+        if self.size > 0 || len == 0 {
+            return Ok(());
+        }
+        self.log_file()?
+            .set_len(u64::from(len))
+            .at(&self.log_path)?;
+        self.preallocated_len = u64::from(len);
+        // Nothing is prepared before the first append: an idle partition holds nothing.
+        self.prepared_to = 0;
+        Ok(())
+    }
+
+    /// Whether the `.log` file is longer than its data (preallocated, not yet trimmed).
+    pub fn is_preallocated(&self) -> bool {
+        self.preallocated_len > 0
+    }
+
+    /// Trims a preallocated `.log` file to its data (Kafka's FileRecords.trim).
+    fn trim(&mut self) -> Result<()> {
+        if self.preallocated_len > 0 {
+            self.log_file()?
+                .set_len(u64::from(self.size))
+                .at(&self.log_path)?;
+            self.preallocated_len = 0;
+        }
+        Ok(())
+    }
+
+    /// Asks the preallocator for the region past the data when the writer comes within
+    /// the look-ahead of what it already prepared.
+    fn prepare_ahead(&mut self) {
+        let Some(file) = self.log_file.get() else {
+            return;
+        };
+        let size = u64::from(self.size);
+        let ahead = size.clamp(crate::preallocate::AHEAD_MIN, crate::preallocate::AHEAD_MAX);
+        if size + ahead <= self.prepared_to {
+            return;
+        }
+        let from = self.prepared_to.max(size);
+        let to = (size + 2 * ahead).min(self.preallocated_len);
+        crate::preallocate::prepare_in_background(file, from, to);
+        self.prepared_to = to.max(self.prepared_to);
     }
 
     /// First offset this segment may hold.
@@ -645,6 +702,9 @@ impl LogSegment {
         let file = self.log_file()?;
         write_all_vectored_at(&file, slices, u64::from(position)).at(&self.log_path)?;
         self.size += len;
+        if self.preallocated_len > 0 {
+            self.prepare_ahead();
+        }
         if position == 0 {
             self.rolling_based_timestamp = Some(largest_timestamp);
         }
@@ -1028,6 +1088,9 @@ impl LogSegment {
                 self.log_file()?
                     .set_len(u64::from(m.position))
                     .at(&self.log_path)?;
+                // The file now ends at the data: appends extend it as without
+                // preallocation.
+                self.preallocated_len = 0;
                 let t = self.size - m.position;
                 self.size = m.position;
                 t
@@ -1107,9 +1170,10 @@ impl LogSegment {
     }
 
     /// Called when a newer segment becomes active: writes the final time index entry
-    /// and trims both indexes to their entries.
+    /// and trims both indexes to their entries, and a preallocated `.log` to its data.
     pub fn on_became_inactive_segment(&mut self) -> Result<()> {
         self.grow_indexes_to = None;
+        self.trim()?;
         let max = self.max_timestamp_and_offset()?;
         {
             let mut ti = self.time_index()?;
@@ -1165,8 +1229,10 @@ impl LogSegment {
         Ok(())
     }
 
-    /// Closes the segment for a clean shutdown: final time index entry, trimmed indexes.
+    /// Closes the segment for a clean shutdown: final time index entry, trimmed indexes
+    /// and `.log`.
     pub fn close(&mut self) -> Result<()> {
+        self.trim()?;
         let opened = lock(&self.offset_index).is_some() || lock(&self.time_index).is_some();
         if opened {
             self.on_became_inactive_segment()?;

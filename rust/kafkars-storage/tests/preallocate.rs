@@ -1,0 +1,162 @@
+//! `preallocate`: new segments start at `segment.bytes` long, are trimmed to their data on
+//! roll and close, and a crash leaves a zero tail that recovery cuts off.
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use common::*;
+use kafkars_storage::{Clock, Log, LogConfig, MockClock, TopicPartition};
+
+const SEGMENT_BYTES: u32 = 64 * 1024;
+
+fn config() -> LogConfig {
+    LogConfig {
+        segment_bytes: SEGMENT_BYTES,
+        preallocate: true,
+        ..small_config()
+    }
+}
+
+fn log_files(dir: &Path) -> Vec<PathBuf> {
+    let mut logs: Vec<_> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .collect();
+    logs.sort();
+    logs
+}
+
+fn len(path: &Path) -> u64 {
+    fs::metadata(path).unwrap().len()
+}
+
+fn read_offsets(log: &Log) -> Vec<(i64, i64)> {
+    let leo = log.log_end_offset();
+    let mut out = Vec::new();
+    let mut next = log.log_start_offset();
+    while next < leo {
+        let info = log.read(next, 1 << 20, leo, true).unwrap();
+        let got = offsets_of(&info.records.unwrap().read_to_vec().unwrap());
+        next = got.last().unwrap().1 + 1;
+        out.extend(got);
+    }
+    out
+}
+
+#[test]
+fn active_segment_is_preallocated_and_trimmed_on_roll_and_close() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(MockClock::new(0));
+    let log = open(dir.path(), config(), true, 0, &clock);
+    let files = log_files(dir.path());
+    assert_eq!(files.len(), 1);
+    assert_eq!(
+        len(&files[0]),
+        u64::from(SEGMENT_BYTES),
+        "a new segment is preallocated"
+    );
+
+    let mut written = 0u64;
+    for i in 0..20 {
+        let b = batch(2, i, 1000);
+        written += b.len() as u64;
+        log.append_as_leader(&b, 0).unwrap();
+    }
+    assert_eq!(log.num_segments(), 1);
+    assert_eq!(
+        log.size_in_bytes(),
+        written,
+        "the data's size, not the file's"
+    );
+    assert_eq!(len(&files[0]), u64::from(SEGMENT_BYTES));
+
+    // Past segment.bytes: the old segment is trimmed, the new one preallocated.
+    while log.num_segments() == 1 {
+        log.append_as_leader(&batch(2, 100, 1000), 0).unwrap();
+    }
+    let files = log_files(dir.path());
+    assert_eq!(files.len(), 2);
+    let first = log.segment_base_offsets()[0];
+    let first_size = log.size_in_bytes() - {
+        let leo = log.log_end_offset();
+        let second_base = log.segment_base_offsets()[1];
+        let info = log.read(second_base, 1 << 20, leo, true).unwrap();
+        info.records.unwrap().read_to_vec().unwrap().len() as u64
+    };
+    assert_eq!(first, 0);
+    assert_eq!(
+        len(&files[0]),
+        first_size,
+        "the rolled segment ends at its data"
+    );
+    assert_eq!(len(&files[1]), u64::from(SEGMENT_BYTES));
+
+    let expected = read_offsets(&log);
+    let total = log.size_in_bytes();
+    log.close().unwrap();
+    drop(log);
+    let on_disk: u64 = log_files(dir.path()).iter().map(|p| len(p)).sum();
+    assert_eq!(
+        on_disk, total,
+        "a clean close leaves every file at its data"
+    );
+
+    let log = open(dir.path(), config(), true, 0, &clock);
+    assert_eq!(read_offsets(&log), expected);
+}
+
+#[test]
+fn a_crash_leaves_a_zero_tail_that_recovery_cuts_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(MockClock::new(0));
+    let log = open(dir.path(), config(), true, 0, &clock);
+    for i in 0..10 {
+        log.append_as_leader(&batch(3, i, 200), 0).unwrap();
+    }
+    let expected = read_offsets(&log);
+    let data = log.size_in_bytes();
+    // A crash: dropped without closing, the file keeps its preallocated zeros.
+    drop(log);
+    let path = log_files(dir.path()).pop().unwrap();
+    assert_eq!(len(&path), u64::from(SEGMENT_BYTES));
+
+    let clock: Arc<dyn Clock> = Arc::new(MockClock::new(0));
+    let (log, stats) = Log::open(
+        dir.path(),
+        TopicPartition::new("t", 0),
+        config(),
+        0,
+        0,
+        false,
+        clock,
+    )
+    .unwrap();
+    assert_eq!(stats.truncated_bytes, u64::from(SEGMENT_BYTES) - data);
+    assert_eq!(len(&path), data, "recovery trims the zero tail");
+    assert_eq!(log.log_end_offset(), 30);
+    assert_eq!(read_offsets(&log), expected);
+    // Appends go on right after the recovered data.
+    let info = log.append_as_leader(&batch(1, 50, 10), 0).unwrap();
+    assert_eq!(info.first_offset, 30);
+    assert_eq!(read_offsets(&log).last(), Some(&(30, 30)));
+}
+
+#[test]
+fn truncation_of_a_preallocated_segment_ends_the_file_at_the_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(MockClock::new(0));
+    let log = open(dir.path(), config(), true, 0, &clock);
+    for i in 0..10 {
+        log.append_as_leader(&batch(2, i, 100), 0).unwrap();
+    }
+    log.truncate_to(10).unwrap();
+    let path = log_files(dir.path()).pop().unwrap();
+    assert_eq!(len(&path), log.size_in_bytes());
+    log.append_as_leader(&batch(2, 20, 100), 0).unwrap();
+    assert_eq!(len(&path), log.size_in_bytes());
+    assert_eq!(log.log_end_offset(), 12);
+}
