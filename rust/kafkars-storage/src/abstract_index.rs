@@ -14,6 +14,56 @@ use crate::error::{IoContext, LogError, Result};
 /// fault in cold pages from the whole file on every lookup.
 const WARM_SECTION_BYTES: usize = 8192;
 
+/// The file methods an index has through the [`AbstractIndex`] in its `idx` field, the
+/// same for both indexes (Kafka's subclasses inherit them).
+macro_rules! index_file_methods {
+    () => {
+        fn corrupt(&self, reason: String) -> LogError {
+            LogError::CorruptIndex {
+                path: self.path().to_path_buf(),
+                reason,
+            }
+        }
+
+        /// Resizes the file (and mapping) to `new_size` rounded down to whole entries.
+        pub fn resize(&mut self, new_size: usize) -> Result<bool> {
+            self.idx.resize(new_size)
+        }
+
+        /// Resizes back to the configured maximum, so an index reopened for appends has
+        /// room.
+        pub fn resize_to_max(&mut self) -> Result<bool> {
+            self.idx.resize(self.idx.max_index_size())
+        }
+
+        /// Shrinks the file to its entries (on roll and close).
+        pub fn trim_to_valid_size(&mut self) -> Result<()> {
+            self.idx.trim_to_valid_size()
+        }
+
+        /// Writes dirty pages to disk (nothing when no entry changed since the last flush).
+        pub fn flush(&self) -> Result<()> {
+            self.idx.flush()
+        }
+
+        /// Whether entries changed since the last flush (clearing that): the caller fsyncs.
+        pub(crate) fn take_dirty(&self) -> bool {
+            self.idx.take_dirty()
+        }
+
+        /// Renames the file (e.g. to add `.deleted`).
+        pub fn rename_to(&mut self, path: &Path) -> Result<()> {
+            self.idx.rename_to(path)
+        }
+
+        /// Deletes the file; returns whether it existed.
+        pub fn delete(&self) -> Result<bool> {
+            self.idx.delete()
+        }
+    };
+}
+pub(crate) use index_file_methods;
+
 /// A fixed-entry-size index file mapped into memory. It keeps no file descriptor open
 /// (the mapping outlives it, as Kafka's indexes close their file once mapped): a broker
 /// with thousands of partitions holds one descriptor per segment, its `.log`. Resizing

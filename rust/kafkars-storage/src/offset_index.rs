@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use crate::abstract_index::{AbstractIndex, count_live_entries};
+use crate::abstract_index::{AbstractIndex, count_live_entries, index_file_methods};
 use crate::error::{LogError, Result};
 
 /// Size of one `.index` entry.
@@ -238,45 +238,5 @@ impl OffsetIndex {
         Ok(())
     }
 
-    fn corrupt(&self, reason: String) -> LogError {
-        LogError::CorruptIndex {
-            path: self.path().to_path_buf(),
-            reason,
-        }
-    }
-
-    /// Resizes the file (and mapping) to `new_size` rounded down to whole entries.
-    pub fn resize(&mut self, new_size: usize) -> Result<bool> {
-        self.idx.resize(new_size)
-    }
-
-    /// Resizes back to the configured maximum, so an index reopened for appends has room.
-    pub fn resize_to_max(&mut self) -> Result<bool> {
-        self.idx.resize(self.idx.max_index_size())
-    }
-
-    /// Shrinks the file to its entries (on roll and close).
-    pub fn trim_to_valid_size(&mut self) -> Result<()> {
-        self.idx.trim_to_valid_size()
-    }
-
-    /// Writes dirty pages to disk (nothing when no entry changed since the last flush).
-    pub fn flush(&self) -> Result<()> {
-        self.idx.flush()
-    }
-
-    /// Whether entries changed since the last flush (clearing that): the caller fsyncs.
-    pub(crate) fn take_dirty(&self) -> bool {
-        self.idx.take_dirty()
-    }
-
-    /// Renames the file (e.g. to add `.deleted`).
-    pub fn rename_to(&mut self, path: &Path) -> Result<()> {
-        self.idx.rename_to(path)
-    }
-
-    /// Deletes the file; returns whether it existed.
-    pub fn delete(&self) -> Result<bool> {
-        self.idx.delete()
-    }
+    index_file_methods!();
 }
