@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::fetch_response::{
-    AbortedTransaction, FetchResponse, FetchableTopicResponse, PartitionData,
+    AbortedTransaction, EpochEndOffset, FetchResponse, FetchableTopicResponse, PartitionData,
 };
 use kafka_protocol::messages::produce_response::{
     BatchIndexAndErrorMessage, PartitionProduceResponse, ProduceResponse, TopicProduceResponse,
@@ -115,6 +115,11 @@ struct FetchPartition {
     max_bytes: i32,
     /// The replica this leader tells the consumer to fetch from instead (KIP-392), or -1.
     preferred_read_replica: i32,
+    /// A follower's view of the leader epoch (KIP-320), or -1 for no check.
+    current_leader_epoch: i32,
+    /// The epoch of the last batch the follower has (Fetch v12+), or -1: a leader whose
+    /// log disagrees answers with where that epoch ends here (the diverging epoch).
+    last_fetched_epoch: i32,
     /// Where the first read started, for counting new bytes without I/O.
     start: Mutex<Option<LogOffsetMetadata>>,
 }
@@ -216,6 +221,53 @@ impl FetchSpec {
             }
         };
         if self.replica_id >= 0 {
+            // A follower's fetch (Kafka's Partition.fetchRecords): its epoch must be ours,
+            // and its log must agree with ours up to the fetch offset, else it is told
+            // where its last epoch ends here and truncates there before fetching again
+            // (Apache Kafka followers rely on this since IBP 2.7 and skip
+            // OffsetForLeaderEpoch).
+            if p.current_leader_epoch >= 0 {
+                let epoch = partition.leader_epoch();
+                if p.current_leader_epoch < epoch {
+                    return PartitionRead {
+                        data: error_data(p.index, ResponseError::FencedLeaderEpoch.code(), -1, -1),
+                        slice: None,
+                    };
+                }
+                if p.current_leader_epoch > epoch {
+                    return PartitionRead {
+                        data: error_data(p.index, ResponseError::UnknownLeaderEpoch.code(), -1, -1),
+                        slice: None,
+                    };
+                }
+            }
+            if p.last_fetched_epoch >= 0 {
+                let (epoch, end_offset) = log.end_offset_for_epoch(p.last_fetched_epoch);
+                if epoch < 0 || end_offset < 0 || p.fetch_offset < log.log_start_offset() {
+                    return PartitionRead {
+                        data: error_data(p.index, ResponseError::OffsetOutOfRange.code(), -1, -1)
+                            .with_aborted_transactions(None),
+                        slice: None,
+                    };
+                }
+                if epoch < p.last_fetched_epoch || end_offset < p.fetch_offset {
+                    return PartitionRead {
+                        data: PartitionData::default()
+                            .with_partition_index(p.index)
+                            .with_high_watermark(partition.high_watermark())
+                            .with_last_stable_offset(log.last_stable_offset())
+                            .with_log_start_offset(log.log_start_offset())
+                            .with_diverging_epoch(
+                                EpochEndOffset::default()
+                                    .with_epoch(epoch)
+                                    .with_end_offset(end_offset),
+                            )
+                            .with_preferred_read_replica(BrokerId(-1))
+                            .with_records(Some(Bytes::new())),
+                        slice: None,
+                    };
+                }
+            }
             // A follower's fetch offset is its log end: the leader records it first, so
             // the high watermark in this response already counts it.
             match partition.update_follower_fetch_state(self.replica_id, p.fetch_offset) {
@@ -518,7 +570,7 @@ pub(crate) struct DelayedOperations {
     pub(crate) inner: Arc<Watchers>,
 }
 
-type PlannedPartition = (i32, Option<Py<PyPartition>>, i16, i64, i32, i32);
+type PlannedPartition = (i32, Option<Py<PyPartition>>, i16, i64, i32, i32, i32, i32);
 
 /// One partition of a Produce as Python planned it: `(index, Partition or None,
 /// error_code, error_message, record_errors, records)`; a non-zero code answers the
@@ -579,8 +631,9 @@ impl DelayedOperations {
 
     /// Answers `request` (a Fetch) now, or once `min_bytes` are there or `max_wait_ms`
     /// passes. `topics`: `[(name, topic_id, [(partition_index, Partition | None,
-    /// error_code, fetch_offset, partition_max_bytes, preferred_read_replica)])]` in
-    /// request order; a partition without a handle is answered with its error code, one
+    /// error_code, fetch_offset, partition_max_bytes, preferred_read_replica,
+    /// current_leader_epoch, last_fetched_epoch)])]` in request order (the epochs -1 when
+    /// the request has none; a follower's are checked, KIP-320 and the diverging epoch); a partition without a handle is answered with its error code, one
     /// with a preferred read replica (>= 0) with no records and that replica (KIP-392). `isolation_level`: 0
     /// read_uncommitted, 1 read_committed; a `replica_id >= 0` is a follower reading to
     /// the log end. `quota(bytes) -> throttle_ms` is called once with the response's
@@ -615,13 +668,24 @@ impl DelayedOperations {
                     partitions: partitions
                         .into_iter()
                         .map(
-                            |(index, handle, code, fetch_offset, max_bytes, preferred)| {
+                            |(
+                                index,
+                                handle,
+                                code,
+                                fetch_offset,
+                                max_bytes,
+                                preferred,
+                                current_leader_epoch,
+                                last_fetched_epoch,
+                            )| {
                                 FetchPartition {
                                     index,
                                     target: handle.map(|h| Arc::clone(&h.get().inner)).ok_or(code),
                                     fetch_offset,
                                     max_bytes,
                                     preferred_read_replica: preferred,
+                                    current_leader_epoch,
+                                    last_fetched_epoch,
                                     start: Mutex::new(None),
                                 }
                             },
