@@ -242,7 +242,17 @@ impl FetchSpec {
                 }
             }
             if p.last_fetched_epoch >= 0 {
-                let (epoch, end_offset) = log.end_offset_for_epoch(p.last_fetched_epoch);
+                // Kafka's leader records where its epoch starts on becoming leader; ours
+                // records an epoch at its first append in it. Until then the epoch
+                // notionally starts at the log end, and Kafka's answer for an older epoch
+                // is the latest epoch at or before it (or the epoch itself) ending there.
+                let requested = p.last_fetched_epoch;
+                let (epoch, end_offset) = match log.latest_epoch() {
+                    Some(latest) if latest >= requested => log.end_offset_for_epoch(requested),
+                    _ if requested > partition.leader_epoch() => (-1, -1),
+                    Some(latest) => (latest, log.log_end_offset()),
+                    None => (requested, log.log_end_offset()),
+                };
                 if epoch < 0 || end_offset < 0 || p.fetch_offset < log.log_start_offset() {
                     return PartitionRead {
                         data: error_data(p.index, ResponseError::OffsetOutOfRange.code(), -1, -1)
