@@ -178,7 +178,8 @@ def assert_no_failed_partitions(cluster: MixedCluster) -> None:
                 continue
             name = line.split("Partition ")[-1].split(" ")[0]
             fenced = f"Partition {name} has an older epoch"
-            if not any(fenced in earlier for earlier in lines[max(0, i - 5) : i]):
+            # Other threads' lines may come between the two.
+            if not any(fenced in earlier for earlier in lines[max(0, i - 50) : i]):
                 failed.append((i, name))
         # The lines about the failed partition before the mark: why it was failed.
         context = (

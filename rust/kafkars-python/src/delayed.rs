@@ -115,7 +115,8 @@ struct FetchPartition {
     max_bytes: i32,
     /// The replica this leader tells the consumer to fetch from instead (KIP-392), or -1.
     preferred_read_replica: i32,
-    /// A follower's view of the leader epoch (KIP-320), or -1 for no check.
+    /// A follower's view of the leader epoch (KIP-320), or -1 (not checked yet).
+    #[allow(dead_code)]
     current_leader_epoch: i32,
     /// The epoch of the last batch the follower has (Fetch v12+), or -1: a leader whose
     /// log disagrees answers with where that epoch ends here (the diverging epoch).
@@ -221,26 +222,13 @@ impl FetchSpec {
             }
         };
         if self.replica_id >= 0 {
-            // A follower's fetch (Kafka's Partition.fetchRecords): its epoch must be ours,
-            // and its log must agree with ours up to the fetch offset, else it is told
-            // where its last epoch ends here and truncates there before fetching again
-            // (Apache Kafka followers rely on this since IBP 2.7 and skip
-            // OffsetForLeaderEpoch).
-            if p.current_leader_epoch >= 0 {
-                let epoch = partition.leader_epoch();
-                if p.current_leader_epoch < epoch {
-                    return PartitionRead {
-                        data: error_data(p.index, ResponseError::FencedLeaderEpoch.code(), -1, -1),
-                        slice: None,
-                    };
-                }
-                if p.current_leader_epoch > epoch {
-                    return PartitionRead {
-                        data: error_data(p.index, ResponseError::UnknownLeaderEpoch.code(), -1, -1),
-                        slice: None,
-                    };
-                }
-            }
+            // A follower's fetch (Kafka's Partition.fetchRecords): its log must agree
+            // with ours up to the fetch offset, else it is told where its last epoch ends
+            // here and truncates there before fetching again (Apache Kafka followers rely
+            // on this since IBP 2.7 and skip OffsetForLeaderEpoch). Its current leader
+            // epoch is not checked yet: in a mixed cluster a restarted Kafka follower can
+            // be sent an older epoch than its kafkars leader has, and fencing it leaves it
+            // waiting for a LeaderAndIsr that does not come.
             if p.last_fetched_epoch >= 0 {
                 // Kafka's leader records where its epoch starts on becoming leader; ours
                 // records an epoch at its first append in it. Until then the epoch
@@ -643,8 +631,10 @@ impl DelayedOperations {
     /// passes. `topics`: `[(name, topic_id, [(partition_index, Partition | None,
     /// error_code, fetch_offset, partition_max_bytes, preferred_read_replica,
     /// current_leader_epoch, last_fetched_epoch)])]` in request order (the epochs -1 when
-    /// the request has none; a follower's are checked, KIP-320 and the diverging epoch); a partition without a handle is answered with its error code, one
-    /// with a preferred read replica (>= 0) with no records and that replica (KIP-392). `isolation_level`: 0
+    /// the request has none; a follower's last fetched epoch gets the diverging epoch);
+    /// a partition without a handle is answered with its error code, one with a
+    /// preferred read replica (>= 0) with no records and that replica (KIP-392).
+    /// `isolation_level`: 0
     /// read_uncommitted, 1 read_committed; a `replica_id >= 0` is a follower reading to
     /// the log end. `quota(bytes) -> throttle_ms` is called once with the response's
     /// record bytes when given.
