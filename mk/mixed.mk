@@ -1,6 +1,9 @@
 # Mixed clusters (issue 25): Apache Kafka 3.9 brokers (ZooKeeper mode) and kafkars brokers
 # in one cluster.
-#   make mixed        every tests/mixed test, the long ones too (the rolling migration)
+#   make mixed        every tests/mixed test, the long ones too: the rolling migration, the
+#                     SIGKILL faults of both cluster shapes (twice each, longer under
+#                     load), StopReplica and ControlledShutdown across the kinds
+#   make mixed KAFKARS_MIXED_LOGS=/tmp/mixed-logs   keeps every broker's whole log
 # CI (`make test`) runs the short ones with the rest of the suite; the long ones are marked
 # `mixed_long` and run only with KAFKARS_MIXED_LONG=1.
 .PHONY: mixed

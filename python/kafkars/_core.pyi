@@ -363,7 +363,9 @@ class DelayedOperations:
         min_bytes: int,
         max_bytes: int,
         isolation_level: int,
-        topics: list[tuple[str, Any, list[tuple[int, Partition | None, int, int, int, int]]]],
+        topics: list[
+            tuple[str, Any, list[tuple[int, Partition | None, int, int, int, int, int, int]]]
+        ],
         quota: Callable[[int], int] | None = None,
     ) -> None: ...
     def produce(

@@ -6,8 +6,10 @@ the first broker up wins /controller, so Kafka starts as the controller."""
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -34,12 +36,15 @@ COMMON = {
     # The consumers' group.id creates __consumer_offsets: few partitions keep every
     # controller move short on a shared machine.
     "offsets.topic.num.partitions": 5,
+    "transaction.state.log.num.partitions": 5,
 }
 KAFKA_ONLY = {
     "inter.broker.protocol.version": INTER_BROKER_PROTOCOL_VERSION,
 }
 
 LONG = os.environ.get("KAFKARS_MIXED_LONG") == "1"
+# A directory to copy every broker's whole log into after each test (KAFKARS_MIXED_LOGS).
+KEEP_LOGS = os.environ.get("KAFKARS_MIXED_LOGS")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -260,6 +265,19 @@ class MixedCluster:
             out.append(f"--- kafkars broker {i}\n" + "\n".join(x[:400] for x in lines[-12:]))
         return "\n".join(out)
 
+    def keep_logs(self, into: Path) -> None:
+        """Copies every broker's whole log (the replaced ones' too) into `into`."""
+        into.mkdir(parents=True, exist_ok=True)
+        for broker in [*self.kafka.values(), *self.ours.values(), *self.retired]:
+            if isinstance(broker, ReferenceKafka):
+                source = broker.data_dir / "kafka.log"
+                name = f"kafka-{broker.node_id}-{broker.data_dir.name}.log"
+            else:
+                source = broker.log_dir / ".kafkars-server.log"
+                name = f"kafkars-{broker.overrides['broker.id']}-{broker.log_dir.name}.log"
+            if source.exists():
+                shutil.copyfile(source, into / name)
+
     def stop(self) -> None:
         for b in self.ours.values():
             b.stop()
@@ -282,6 +300,8 @@ def mixed_cluster(
     finally:
         # Shown by pytest only when the test failed.
         print(cluster.logs())
+        if KEEP_LOGS:
+            cluster.keep_logs(Path(KEEP_LOGS) / f"{time.strftime('%H%M%S')}-{id(cluster)}")
         cluster.stop()
 
 

@@ -38,7 +38,9 @@ def wait_for(predicate, timeout: float, what: str) -> float:  # type: ignore[no-
     raise AssertionError(f"timed out after {timeout} s waiting for {what} ({last})")
 
 
-def create_topic(cluster: MixedCluster, through: int, assignment: list[list[int]]) -> str:
+def create_topic(
+    cluster: MixedCluster, through: int, assignment: list[list[int]], min_insync: int = 2
+) -> str:
     """A topic with `assignment` (replicas per partition, the first the preferred
     leader), created by a client bootstrapped from broker `through` only; it must then
     appear with a leader everywhere."""
@@ -48,7 +50,7 @@ def create_topic(cluster: MixedCluster, through: int, assignment: list[list[int]
         name,
         num_partitions=len(assignment),
         replica_assignment=assignment,
-        config={"min.insync.replicas": "2"},
+        config={"min.insync.replicas": str(min_insync)},
     )
     admin.create_topics([topic])[name].result(60)
     for broker_id in cluster.running():

@@ -402,6 +402,11 @@ def test_records_round_trip_and_partition_for() -> None:
     # Java: "group".hashCode() == 98629247; abs % 50 == 47.
     assert partition_for("group", 50) == 98629247 % 50
     assert partition_for("", 50) == 0
+    # A negative hash: "group-kafkars-leader-0".hashCode() == -1122382560, and Kafka's
+    # Utils.abs gives 1122382560 (% 5 == 0), where clearing the sign bit would give 3.
+    assert partition_for("group-kafkars-leader-0", 5) == 1122382560 % 5 == 0
+    # "polygenelubricants".hashCode() == Integer.MIN_VALUE: Utils.abs maps it to 0.
+    assert partition_for("polygenelubricants", 7) == 0
     g = GroupMetadata("g")
     from kafkars.coordinator.group.group_metadata import MemberMetadata
 

@@ -88,7 +88,7 @@ pub(crate) struct DelayedOperations {
     pub(crate) inner: Arc<ReplicaManager>,
 }
 
-type PlannedPartition = (i32, Option<Py<PyPartition>>, i16, i64, i32, i32);
+type PlannedPartition = (i32, Option<Py<PyPartition>>, i16, i64, i32, i32, i32, i32);
 
 /// One partition of a Produce as Python planned it: `(index, Partition or None,
 /// error_code, error_message, record_errors, records)`; a non-zero code answers the
@@ -114,9 +114,12 @@ impl DelayedOperations {
 
     /// Answers `request` (a Fetch) now, or once `min_bytes` are there or `max_wait_ms`
     /// passes. `topics`: `[(name, topic_id, [(partition_index, Partition | None,
-    /// error_code, fetch_offset, partition_max_bytes, preferred_read_replica)])]` in
-    /// request order; a partition without a handle is answered with its error code, one
-    /// with a preferred read replica (>= 0) with no records and that replica (KIP-392). `isolation_level`: 0
+    /// error_code, fetch_offset, partition_max_bytes, preferred_read_replica,
+    /// current_leader_epoch, last_fetched_epoch)])]` in request order (the epochs -1 when
+    /// the request has none; a follower's last fetched epoch gets the diverging epoch);
+    /// a partition without a handle is answered with its error code, one with a
+    /// preferred read replica (>= 0) with no records and that replica (KIP-392).
+    /// `isolation_level`: 0
     /// read_uncommitted, 1 read_committed; a `replica_id >= 0` is a follower reading to
     /// the log end. `quota(bytes) -> throttle_ms` is called once with the response's
     /// record bytes when given.
@@ -143,7 +146,17 @@ impl DelayedOperations {
                     partitions: partitions
                         .into_iter()
                         .map(
-                            |(index, handle, code, fetch_offset, max_bytes, preferred)| {
+                            |(
+                                index,
+                                handle,
+                                code,
+                                fetch_offset,
+                                max_bytes,
+                                preferred,
+                                // Not checked yet: see FetchPartition::last_fetched_epoch.
+                                _current_leader_epoch,
+                                last_fetched_epoch,
+                            )| {
                                 let target = handle.map(|h| Arc::clone(&h.get().inner)).ok_or(code);
                                 FetchPartition::new(
                                     index,
@@ -152,6 +165,7 @@ impl DelayedOperations {
                                     max_bytes,
                                     preferred,
                                 )
+                                .with_last_fetched_epoch(last_fetched_epoch)
                             },
                         )
                         .collect(),

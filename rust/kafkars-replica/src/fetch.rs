@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::fetch_response::{
-    AbortedTransaction, FetchResponse, FetchableTopicResponse, PartitionData,
+    AbortedTransaction, EpochEndOffset, FetchResponse, FetchableTopicResponse, PartitionData,
 };
 use kafka_protocol::messages::{BrokerId, ProducerId, TopicName};
 use kafka_protocol::protocol::StrBytes;
@@ -29,6 +29,12 @@ pub struct FetchPartition {
     max_bytes: i32,
     /// The replica this leader tells the consumer to fetch from instead (KIP-392), or -1.
     preferred_read_replica: i32,
+    /// The epoch of the last batch a follower has (Fetch v12+), or -1: a leader whose
+    /// log disagrees answers with where that epoch ends here (the diverging epoch). The
+    /// follower's current leader epoch is not checked yet: in a mixed cluster a restarted
+    /// Kafka follower can be sent an older epoch than its kafkars leader has, and fencing
+    /// it leaves it waiting for a LeaderAndIsr that does not come.
+    last_fetched_epoch: i32,
     /// Where the first read started, for counting new bytes without I/O.
     start: Mutex<Option<LogOffsetMetadata>>,
 }
@@ -50,8 +56,15 @@ impl FetchPartition {
             fetch_offset,
             max_bytes,
             preferred_read_replica,
+            last_fetched_epoch: -1,
             start: Mutex::new(None),
         }
+    }
+
+    /// A follower's fetch that says the epoch of its last batch.
+    pub fn with_last_fetched_epoch(mut self, last_fetched_epoch: i32) -> Self {
+        self.last_fetched_epoch = last_fetched_epoch;
+        self
     }
 }
 
@@ -194,6 +207,47 @@ impl FetchSpec {
                 slice: None,
             }
         };
+        if self.replica_id >= 0 && p.last_fetched_epoch >= 0 {
+            // A follower's fetch (Kafka's Partition.fetchRecords): its log must agree
+            // with ours up to the fetch offset, else it is told where its last epoch ends
+            // here and truncates there before fetching again (Apache Kafka followers rely
+            // on this since IBP 2.7 and skip OffsetForLeaderEpoch). Kafka's leader records
+            // where its epoch starts on becoming leader; ours records an epoch at its
+            // first append in it. Until then the epoch notionally starts at the log end,
+            // and Kafka's answer for an older epoch is the latest epoch at or before it
+            // (or the epoch itself) ending there.
+            let requested = p.last_fetched_epoch;
+            let (epoch, end_offset) = match log.latest_epoch() {
+                Some(latest) if latest >= requested => log.end_offset_for_epoch(requested),
+                _ if requested > partition.leader_epoch() => (-1, -1),
+                Some(latest) => (latest, log.log_end_offset()),
+                None => (requested, log.log_end_offset()),
+            };
+            if epoch < 0 || end_offset < 0 || p.fetch_offset < log.log_start_offset() {
+                return PartitionRead {
+                    data: error_data(p.index, ResponseError::OffsetOutOfRange.code(), -1, -1)
+                        .with_aborted_transactions(None),
+                    slice: None,
+                };
+            }
+            if epoch < requested || end_offset < p.fetch_offset {
+                return PartitionRead {
+                    data: PartitionData::default()
+                        .with_partition_index(p.index)
+                        .with_high_watermark(partition.high_watermark())
+                        .with_last_stable_offset(log.last_stable_offset())
+                        .with_log_start_offset(log.log_start_offset())
+                        .with_diverging_epoch(
+                            EpochEndOffset::default()
+                                .with_epoch(epoch)
+                                .with_end_offset(end_offset),
+                        )
+                        .with_preferred_read_replica(BrokerId(-1))
+                        .with_records(Some(Bytes::new())),
+                    slice: None,
+                };
+            }
+        }
         if self.replica_id >= 0 {
             // A follower's fetch offset is its log end: the leader records it first, so
             // the high watermark in this response already counts it.

@@ -2,6 +2,7 @@
 //! leader epoch started at which offset, for OffsetForLeaderEpoch and truncation.
 
 use std::collections::BTreeMap;
+use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::checkpoint::{read_checkpoint, write_checkpoint};
@@ -31,10 +32,15 @@ pub struct LeaderEpochFileCache {
 }
 
 impl LeaderEpochFileCache {
-    /// Loads the checkpoint in `dir` (an absent file is an empty cache).
+    /// Loads the checkpoint in `dir` (an absent or empty file is an empty cache: Apache
+    /// Kafka creates the file empty with the partition's log and writes it at the first
+    /// epoch, so a partition never led has an empty one).
     pub fn load(dir: &Path) -> Result<Self> {
         let path = dir.join(LEADER_EPOCH_CHECKPOINT_FILE);
         let mut epochs = BTreeMap::new();
+        if fs::metadata(&path).is_ok_and(|m| m.len() == 0) {
+            return Ok(LeaderEpochFileCache { path, epochs });
+        }
         for (n, line) in read_checkpoint(&path)?
             .unwrap_or_default()
             .iter()

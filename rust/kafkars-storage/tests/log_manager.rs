@@ -126,6 +126,21 @@ fn checkpoint_round_trip_and_malformed_input() {
     assert_eq!(reloaded.epoch_entries(), cache.epoch_entries());
 }
 
+#[test]
+fn an_empty_leader_epoch_checkpoint_is_an_empty_cache() {
+    // Apache Kafka creates `leader-epoch-checkpoint` empty with the partition's log and
+    // writes it at the first epoch: a partition never led (an unused
+    // __transaction_state partition) has an empty one in a Kafka log dir.
+    let d = tempfile::tempdir().unwrap();
+    fs::write(d.path().join("leader-epoch-checkpoint"), "").unwrap();
+    let mut cache = LeaderEpochFileCache::load(d.path()).unwrap();
+    assert_eq!(cache.latest_epoch(), None);
+    cache.assign(2, 7).unwrap();
+    let reloaded = LeaderEpochFileCache::load(d.path()).unwrap();
+    assert_eq!(reloaded.epoch_entries(), cache.epoch_entries());
+    assert_eq!(reloaded.latest_epoch(), Some(2));
+}
+
 fn fill(m: &LogManager, topics: &[&str]) {
     for t in topics {
         for p in 0..2 {

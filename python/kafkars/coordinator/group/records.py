@@ -33,12 +33,15 @@ GROUP_METADATA_VALUE_VERSION = 3
 
 def partition_for(group_id: str, num_partitions: int) -> int:
     """Kafka's `Utils.abs(groupId.hashCode) % numPartitions` with Java's String.hashCode
-    (UTF-16 code units, 32-bit overflow; Utils.abs maps MIN_VALUE to 0)."""
+    (UTF-16 code units, 32-bit overflow). Utils.abs is the absolute value of the signed
+    hash (MIN_VALUE maps to 0), not the hash with its sign bit cleared: the two differ
+    for every negative hash, and a broker of each kind must agree on the coordinator."""
     h = 0
     data = group_id.encode("utf-16-be")
     for i in range(0, len(data), 2):
         h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return (h & 0x7FFFFFFF) % num_partitions
+    signed = h - (1 << 32) if h & 0x80000000 else h
+    return (0 if signed == -(1 << 31) else abs(signed)) % num_partitions
 
 
 # -- keys ------------------------------------------------------------------------------------

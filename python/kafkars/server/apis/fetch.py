@@ -19,8 +19,8 @@ if TYPE_CHECKING:
 READ_COMMITTED = 1
 
 # (partition_index, Partition handle or None, error_code, fetch_offset, partition_max_bytes,
-# preferred_read_replica or -1)
-PlannedPartition = tuple[int, Any, int, int, int, int]
+# preferred_read_replica or -1, current_leader_epoch, last_fetched_epoch (-1: none))
+PlannedPartition = tuple[int, Any, int, int, int, int, int, int]
 
 # The selector Kafka ships for KIP-392 (`replica.selector.class`); the only one we have.
 RACK_AWARE_REPLICA_SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
@@ -76,7 +76,16 @@ def plan_partitions(apis: KafkaApis, request: Any) -> list[tuple[str, Any, list[
                 else -1
             )
             planned.append(
-                (index, handle, code, p["fetch_offset"], p["partition_max_bytes"], preferred)
+                (
+                    index,
+                    handle,
+                    code,
+                    p["fetch_offset"],
+                    p["partition_max_bytes"],
+                    preferred,
+                    p.get("current_leader_epoch", -1),
+                    p.get("last_fetched_epoch", -1),
+                )
             )
         topics.append((name or "", t["topic_id"], planned))
     return topics
