@@ -43,6 +43,7 @@ class Markers:
         epoch: int,
         commit: bool,
         tps: list[tuple[str, int]],
+        coordinator_epoch: int,
         done: Callable[[Errors], None],
     ) -> None:
         self.written.append((pid, epoch, commit, tps))
@@ -314,7 +315,12 @@ def test_a_failed_marker_write_is_retried() -> None:
     answered(c.handle_add_partitions, "tx", pid, epoch, [("a", 0)])
 
     def failing(
-        pid: int, epoch: int, commit: bool, tps: list[tuple[str, int]], done: object
+        pid: int,
+        epoch: int,
+        commit: bool,
+        tps: list[tuple[str, int]],
+        coordinator_epoch: int,
+        done: object,
     ) -> None:
         raise OSError("disk full")
 

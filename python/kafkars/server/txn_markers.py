@@ -111,6 +111,7 @@ class TransactionMarkerWriter:
         producer_epoch: int,
         commit: bool,
         partitions: list[tuple[str, int]],
+        coordinator_epoch: int,
         done: Callable[[Errors], None],
     ) -> None:
         """The coordinator's markers for one transaction, one per partition; `done(error)`
@@ -138,7 +139,13 @@ class TransactionMarkerWriter:
             finished = partial(one_done, topic, partition)
             if self._sender is None:
                 self.write_txn_marker(
-                    topic, partition, producer_id, producer_epoch, 0, commit=commit, done=finished
+                    topic,
+                    partition,
+                    producer_id,
+                    producer_epoch,
+                    coordinator_epoch,
+                    commit=commit,
+                    done=finished,
                 )
             else:
                 self._sender.submit(
@@ -147,6 +154,7 @@ class TransactionMarkerWriter:
                     partition,
                     producer_id,
                     producer_epoch,
+                    coordinator_epoch,
                     commit,
                     finished,
                 )
@@ -157,6 +165,7 @@ class TransactionMarkerWriter:
         partition: int,
         producer_id: int,
         producer_epoch: int,
+        coordinator_epoch: int,
         commit: bool,
         done: Callable[[Errors], None],
     ) -> None:
@@ -164,7 +173,7 @@ class TransactionMarkerWriter:
         leader, here or over the wire, retried while leadership moves."""
         try:
             error = self._write_anywhere_blocking(
-                topic, partition, producer_id, producer_epoch, commit
+                topic, partition, producer_id, producer_epoch, coordinator_epoch, commit
             )
         except Exception:
             log.exception("Writing the transaction marker for %s-%d failed", topic, partition)
@@ -172,7 +181,13 @@ class TransactionMarkerWriter:
         done(error)
 
     def _write_anywhere_blocking(
-        self, topic: str, partition: int, producer_id: int, producer_epoch: int, commit: bool
+        self,
+        topic: str,
+        partition: int,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        commit: bool,
     ) -> Errors:
         assert self._leader_endpoint is not None
         deadline = time.monotonic() + _REMOTE_RETRY_S
@@ -181,12 +196,22 @@ class TransactionMarkerWriter:
                 # Raises UNKNOWN_TOPIC_OR_PARTITION for a partition the cluster does not have.
                 leader, endpoint = self._leader_endpoint(topic, partition)
                 if leader == self._broker_id:
-                    code = self._write_local(topic, partition, producer_id, producer_epoch, commit)
+                    code = self._write_local(
+                        topic, partition, producer_id, producer_epoch, coordinator_epoch, commit
+                    )
                 else:
                     if endpoint is None:
                         raise KafkaError(Errors.LEADER_NOT_AVAILABLE)
                     code = Errors(
-                        self._send(endpoint, topic, partition, producer_id, producer_epoch, commit)
+                        self._send(
+                            endpoint,
+                            topic,
+                            partition,
+                            producer_id,
+                            producer_epoch,
+                            coordinator_epoch,
+                            commit,
+                        )
                     )
                 if code is Errors.NONE:
                     return code
@@ -199,7 +224,13 @@ class TransactionMarkerWriter:
                 time.sleep(0.1)
 
     def _write_local(
-        self, topic: str, partition: int, producer_id: int, producer_epoch: int, commit: bool
+        self,
+        topic: str,
+        partition: int,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        commit: bool,
     ) -> Errors:
         """Writes a marker here from a sender thread (not a request handler): it waits
         for the append's completion callback."""
@@ -211,7 +242,13 @@ class TransactionMarkerWriter:
             written.set()
 
         self.write_txn_marker(
-            topic, partition, producer_id, producer_epoch, 0, commit=commit, done=done
+            topic,
+            partition,
+            producer_id,
+            producer_epoch,
+            coordinator_epoch,
+            commit=commit,
+            done=done,
         )
         # The append's own timeout answers first; this bound only guards a purgatory shut
         # down under it.
@@ -224,6 +261,7 @@ class TransactionMarkerWriter:
         partition: int,
         producer_id: int,
         producer_epoch: int,
+        coordinator_epoch: int,
         commit: bool,
     ) -> int:
         body = {
@@ -233,7 +271,7 @@ class TransactionMarkerWriter:
                     "producer_epoch": producer_epoch,
                     "transaction_result": commit,
                     "topics": [{"name": topic, "partition_indexes": [partition]}],
-                    "coordinator_epoch": 0,
+                    "coordinator_epoch": coordinator_epoch,
                 }
             ]
         }

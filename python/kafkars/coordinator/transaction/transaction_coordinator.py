@@ -45,7 +45,8 @@ TopicPartition = tuple[str, int]
 Done = Callable[[Errors], None]
 # (producer id, producer epoch, commit?, partitions, done) -> writes the markers and
 # calls `done(error)` once every partition has its marker (or one failed).
-MarkerWriter = Callable[[int, int, bool, list[TopicPartition], Done], None]
+# (producer id, producer epoch, commit, partitions, coordinator epoch, done)
+MarkerWriter = Callable[[int, int, bool, list[TopicPartition], int, Done], None]
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,7 @@ class TransactionCoordinator:
         self.producer_ids = producer_ids
         self.store = store if store is not None else TransactionStore()
         self.write_markers: MarkerWriter = write_markers or (
-            lambda pid, epoch, commit, tps, done: done(Errors.NONE)
+            lambda pid, epoch, commit, tps, coordinator_epoch, done: done(Errors.NONE)
         )
         self.time = time
         self._txns: dict[str, TransactionMetadata] = {}
@@ -489,7 +490,14 @@ class TransactionCoordinator:
         if not partitions:
             return markers_written(Errors.NONE)
         try:
-            self.write_markers(producer_id, producer_epoch, commit, partitions, markers_written)
+            self.write_markers(
+                producer_id,
+                producer_epoch,
+                commit,
+                partitions,
+                self.store.coordinator_epoch(txn.transactional_id),
+                markers_written,
+            )
         except BaseException:
             txn.pending_transition = False
             raise

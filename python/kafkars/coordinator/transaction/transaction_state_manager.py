@@ -40,13 +40,16 @@ class TransactionStore:
     tests read them back with `load`); `TransactionStateManager` writes the topic."""
 
     num_partitions = 1
-    coordinator_epoch = 0
 
     def __init__(self) -> None:
         self.records: list[tuple[bytes, bytes | None]] = []
 
     def partition_for(self, transactional_id: str) -> int:
         return records.partition_for(transactional_id, self.num_partitions)
+
+    def coordinator_epoch(self, transactional_id: str) -> int:
+        """The epoch the coordinator of `transactional_id` writes its markers with."""
+        return 0
 
     def append(
         self,
@@ -115,6 +118,15 @@ class TransactionStateManager(TransactionStore):
         if existing is not None:
             # The partition count is fixed once the topic exists, whatever the config says.
             self.num_partitions = existing.num_partitions
+
+    def coordinator_epoch(self, transactional_id: str) -> int:
+        """Kafka's coordinator epoch: the leader epoch of the id's `__transaction_state`
+        partition here. Partition leaders fence markers of an older one (the coordinator
+        before a failover), whichever kind of broker wrote them."""
+        partition = self.replica_manager.find_partition(
+            TRANSACTION_STATE_TOPIC_NAME, self.partition_for(transactional_id)
+        )
+        return max(partition.leader_epoch, 0) if partition is not None else 0
 
     def ensure_topic(self) -> None:
         """Creates `__transaction_state` on first use, as Kafka does on FindCoordinator."""
