@@ -124,6 +124,22 @@ def settled(consumers: list[Consumer], tally: Tally, counts: list[int], hold: fl
     raise AssertionError(f"assignment {[len(c.assignment()) for c in consumers]} != {counts}")
 
 
+def until_stable(
+    bootstrap: str, group_id: str, consumers: list[Consumer], tally: Tally, timeout: float = 60
+) -> None:
+    """Polls until the group is Stable: a cooperative classic group can still be in its
+    follow-up rebalance when the assignment looks settled, and neither broker need take
+    a consumer-protocol member into a group in the middle of one."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    deadline = time.monotonic() + timeout
+    while True:
+        described = admin.describe_consumer_groups([group_id])[group_id].result(20)
+        if getattr(described.state, "name", "") == "STABLE":
+            return
+        assert time.monotonic() < deadline, f"group state {described.state}"
+        tally.poll(consumers, 0.2)
+
+
 def group_type(bootstrap: str, group_id: str) -> str:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     described = admin.describe_consumer_groups([group_id])[group_id].result(20)
@@ -152,6 +168,7 @@ def test_consumer_member_joins_classic_group_and_leaves(bootstrap: str, strategy
     for c in (a, b):
         c.commit(asynchronous=False)
     assert group_type(bootstrap, group) == "CLASSIC"
+    until_stable(bootstrap, group, [a, b], tally)
 
     # A consumer-protocol member joins the live classic group: no fatal error, the group
     # is converted and the six partitions spread over the three members.
