@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +33,18 @@ WRITE_TXN_MARKERS, WRITE_TXN_MARKERS_VERSION = 27, 1
 _REMOTE_RETRY_S = 30.0
 # Markers of different transactions (and partitions) in flight at once.
 _SENDER_THREADS = 4
+
+
+@dataclass(frozen=True)
+class _Marker:
+    """One transaction's marker for one partition, as the sender threads pass it on."""
+
+    topic: str
+    partition: int
+    producer_id: int
+    producer_epoch: int
+    coordinator_epoch: int
+    commit: bool
 
 
 class TransactionMarkerWriter:
@@ -148,71 +161,36 @@ class TransactionMarkerWriter:
                     done=finished,
                 )
             else:
-                self._sender.submit(
-                    self._write_anywhere,
-                    topic,
-                    partition,
-                    producer_id,
-                    producer_epoch,
-                    coordinator_epoch,
-                    commit,
-                    finished,
+                marker = _Marker(
+                    topic, partition, producer_id, producer_epoch, coordinator_epoch, commit
                 )
+                self._sender.submit(self._write_anywhere, marker, finished)
 
-    def _write_anywhere(
-        self,
-        topic: str,
-        partition: int,
-        producer_id: int,
-        producer_epoch: int,
-        coordinator_epoch: int,
-        commit: bool,
-        done: Callable[[Errors], None],
-    ) -> None:
+    def _write_anywhere(self, marker: _Marker, done: Callable[[Errors], None]) -> None:
         """Cluster mode, on a marker sender thread: the marker goes to the partition's
         leader, here or over the wire, retried while leadership moves."""
         try:
-            error = self._write_anywhere_blocking(
-                topic, partition, producer_id, producer_epoch, coordinator_epoch, commit
-            )
+            error = self._write_anywhere_blocking(marker)
         except Exception:
-            log.exception("Writing the transaction marker for %s-%d failed", topic, partition)
+            log.exception(
+                "Writing the transaction marker for %s-%d failed", marker.topic, marker.partition
+            )
             error = Errors.UNKNOWN_SERVER_ERROR
         done(error)
 
-    def _write_anywhere_blocking(
-        self,
-        topic: str,
-        partition: int,
-        producer_id: int,
-        producer_epoch: int,
-        coordinator_epoch: int,
-        commit: bool,
-    ) -> Errors:
+    def _write_anywhere_blocking(self, marker: _Marker) -> Errors:
         assert self._leader_endpoint is not None
         deadline = time.monotonic() + _REMOTE_RETRY_S
         while True:
             try:
                 # Raises UNKNOWN_TOPIC_OR_PARTITION for a partition the cluster does not have.
-                leader, endpoint = self._leader_endpoint(topic, partition)
+                leader, endpoint = self._leader_endpoint(marker.topic, marker.partition)
                 if leader == self._broker_id:
-                    code = self._write_local(
-                        topic, partition, producer_id, producer_epoch, coordinator_epoch, commit
-                    )
+                    code = self._write_local(marker)
                 else:
                     if endpoint is None:
                         raise KafkaError(Errors.LEADER_NOT_AVAILABLE)
-                    code = Errors(
-                        self._send(
-                            endpoint,
-                            topic,
-                            partition,
-                            producer_id,
-                            producer_epoch,
-                            coordinator_epoch,
-                            commit,
-                        )
-                    )
+                    code = Errors(self._send(endpoint, marker))
                 if code is Errors.NONE:
                     return code
                 raise KafkaError(code)
@@ -223,15 +201,7 @@ class TransactionMarkerWriter:
                 # Leadership is moving or the leader is down: ask again shortly.
                 time.sleep(0.1)
 
-    def _write_local(
-        self,
-        topic: str,
-        partition: int,
-        producer_id: int,
-        producer_epoch: int,
-        coordinator_epoch: int,
-        commit: bool,
-    ) -> Errors:
+    def _write_local(self, marker: _Marker) -> Errors:
         """Writes a marker here from a sender thread (not a request handler): it waits
         for the append's completion callback."""
         written = threading.Event()
@@ -242,36 +212,27 @@ class TransactionMarkerWriter:
             written.set()
 
         self.write_txn_marker(
-            topic,
-            partition,
-            producer_id,
-            producer_epoch,
-            coordinator_epoch,
-            commit=commit,
+            marker.topic,
+            marker.partition,
+            marker.producer_id,
+            marker.producer_epoch,
+            marker.coordinator_epoch,
+            commit=marker.commit,
             done=done,
         )
         # The append's own timeout answers first; this bound only guards a purgatory shut
         # down under it.
         return outcome[0] if written.wait(_REMOTE_RETRY_S + 5) else Errors.REQUEST_TIMED_OUT
 
-    def _send(
-        self,
-        endpoint: tuple[str, int],
-        topic: str,
-        partition: int,
-        producer_id: int,
-        producer_epoch: int,
-        coordinator_epoch: int,
-        commit: bool,
-    ) -> int:
+    def _send(self, endpoint: tuple[str, int], marker: _Marker) -> int:
         body = {
             "markers": [
                 {
-                    "producer_id": producer_id,
-                    "producer_epoch": producer_epoch,
-                    "transaction_result": commit,
-                    "topics": [{"name": topic, "partition_indexes": [partition]}],
-                    "coordinator_epoch": coordinator_epoch,
+                    "producer_id": marker.producer_id,
+                    "producer_epoch": marker.producer_epoch,
+                    "transaction_result": marker.commit,
+                    "topics": [{"name": marker.topic, "partition_indexes": [marker.partition]}],
+                    "coordinator_epoch": marker.coordinator_epoch,
                 }
             ]
         }

@@ -17,6 +17,7 @@ Every line has `time` (seconds since the run began), `process`, `type` and `f`.
 
 from __future__ import annotations
 
+import abc
 import json
 import logging
 import random
@@ -69,7 +70,7 @@ class History:
             self._file.close()
 
 
-class Client(threading.Thread):
+class Client(threading.Thread, abc.ABC):
     def __init__(self, name: str, history: History, bootstrap: str, topic: str, partitions: int):
         super().__init__(name=name, daemon=True)
         self.history = history
@@ -86,8 +87,8 @@ class Client(threading.Thread):
             self.failure = f"{type(e).__name__}: {e}"
             self.history.add(self.name, "info", "crash", error=self.failure)
 
-    def work(self) -> None:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def work(self) -> None: ...
 
 
 class IdempotentProducer(Client):
