@@ -68,8 +68,16 @@ def create_topic(cluster: Cluster, partitions: int = 3, rf: int = 3, **configs: 
 
 
 def partition_metadata(cluster: Cluster, topic: str, partition: int) -> tuple[int, list, list]:
+    """The partition as the metadata shows it. A topic just created may not have reached
+    the broker asked yet (UpdateMetadata is asynchronous, as in Kafka): wait up to 10 s."""
     admin = AdminClient(quiet(connection(cluster)))
-    p = admin.list_topics(topic, timeout=10).topics[topic].partitions[partition]
+    deadline = time.monotonic() + 10
+    while True:
+        partitions = admin.list_topics(topic, timeout=10).topics[topic].partitions
+        if partition in partitions or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    p = partitions[partition]
     return p.leader, sorted(p.replicas), sorted(p.isrs)
 
 
