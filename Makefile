@@ -7,7 +7,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 export JAVA_HOME ?= $(shell dirname $$(dirname $$(readlink -f $$(command -v java) 2>/dev/null)) 2>/dev/null)
 
 .DEFAULT_GOAL := help
-.PHONY: help system-deps venv dev run cluster test test-rust test-python lint fmt bench bench-rust bench-broker conformance clean
+.PHONY: help system-deps venv dev run cluster test test-rust test-python test-long lint fmt bench bench-rust bench-broker conformance clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -47,6 +47,9 @@ test-rust: ## Rust unit and property tests (the whole workspace, the PyO3 crate 
 
 test-python: ## Python tests against real brokers and clients
 	$(PY) -m pytest -q
+
+test-long: dev reference-deps java-tests spark-connector-deps ## the tests marked `long` (the reference Kafka side of the ecosystem and migration tests), left out of CI
+	KAFKARS_LONG=1 $(PY) -m pytest -q -m long
 
 # Short smokes of the long suites (fuzz, chaos); each mk/*.mk adds its own with `test-smoke:: <target>`.
 test-smoke::

@@ -3,7 +3,7 @@
 # classes and dependencies land in tests/java/target (git-ignored), rebuilt when a source
 # or the pom is newer than the jar.
 #   make java-tests        build tests/java
-#   make ecosystem         run tests/ecosystem (both brokers)
+#   make ecosystem         run tests/ecosystem (both brokers; CI runs the kafkars side)
 JAVA_TESTS_JAR := tests/java/target/ecosystem-1.jar
 JAVA_TESTS_SRC := tests/java/pom.xml $(shell find tests/java/src -name '*.java' 2>/dev/null)
 
@@ -16,7 +16,7 @@ $(JAVA_TESTS_JAR): $(JAVA_TESTS_SRC)
 java-tests: $(JAVA_TESTS_JAR) ## build the Java ecosystem tests (tests/java, Maven) into tests/java/target
 
 ecosystem: dev reference-deps java-tests ## the Java clients, Streams and Kafka's tools against kafkars and Apache Kafka
-	$(PY) -m pytest -q tests/ecosystem
+	KAFKARS_LONG=1 $(PY) -m pytest -q tests/ecosystem
 
 # CI builds the Java scenarios before the Python tests run them.
 test-python: java-tests

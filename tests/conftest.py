@@ -2,12 +2,33 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
 
 from kafkars.broker import Broker
+
+# `long` tests run only with KAFKARS_LONG=1 (`make test-long`): the reference Apache Kafka
+# side of the Java ecosystem and consumer-group migration tests (the kafkars side runs in
+# CI), and the few slowest scenarios whose ground CI covers elsewhere. CI stays under its
+# 30-minute budget; the notes give test-long's results.
+LONG = os.environ.get("KAFKARS_LONG") == "1"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "long: a long test, run by `make test-long`")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    if LONG:
+        return
+    skip = pytest.mark.skip(reason="long: `make test-long` runs it")
+    for item in items:
+        if "long" in item.keywords:
+            item.add_marker(skip)
+
 
 # What CONFORMANCE.md lists as the settings client suites assume.
 TEST_CONFIG = {

@@ -38,7 +38,8 @@ CONFIG: dict[str, Any] = {
 }
 
 
-@pytest.fixture(scope="module", params=["kafkars", "kafka"])
+# The reference side is long (`make test-long`): it checks the test, the kafkars side runs in CI.
+@pytest.fixture(scope="module", params=["kafkars", pytest.param("kafka", marks=pytest.mark.long)])
 def bootstrap(request: pytest.FixtureRequest) -> Iterator[str]:
     if request.param == "kafkars":
         with Broker(process=True, config=CONFIG) as b:

@@ -31,6 +31,11 @@ class Target:
         return kafka_tool(main_class, *args, **kwargs)
 
 
+# The reference side of every scenario is long (`make test-long`, `make ecosystem`): the
+# kafkars side runs in CI, the reference one checks the test itself.
+REFERENCE = pytest.param("kafka", marks=pytest.mark.long)
+
+
 def both(kafkars_xfail: str | None = None) -> pytest.MarkDecorator:
     """Parametrises a test over both brokers; `kafkars_xfail` marks the kafkars run as a
     strict xfail with the difference it documents (strict: it flags once fixed)."""
@@ -39,7 +44,7 @@ def both(kafkars_xfail: str | None = None) -> pytest.MarkDecorator:
         kafkars = pytest.param(
             "kafkars", marks=pytest.mark.xfail(strict=True, reason=kafkars_xfail)
         )
-    return pytest.mark.parametrize("target", [kafkars, "kafka"], indirect=True)
+    return pytest.mark.parametrize("target", [kafkars, REFERENCE], indirect=True)
 
 
 def run_java(classpath: str, main_class: str, *args: str, timeout: float = 180.0) -> dict[str, Any]:
@@ -131,5 +136,7 @@ def both_steps(
             marks = []
             if broker == "kafkars" and name in xfail:
                 marks.append(pytest.mark.xfail(strict=True, reason=xfail[name]))
+            if broker == "kafka":
+                marks.append(pytest.mark.long)
             params.append(pytest.param(broker, name, marks=marks, id=f"{name}-{broker}"))
     return pytest.mark.parametrize(("target", "name"), params, indirect=["target"])
