@@ -31,8 +31,8 @@ __all__ = [
     "LogAppendInfo",
     "LiveBrokers",
     "Partition",
-    "DelayedOperations",
     "ReplicaFetcherManager",
+    "ReplicaManager",
     "BrokerConnection",
     "AuthenticationError",
     "Request",
@@ -269,7 +269,7 @@ class Partition:
         cls,
         log: Log,
         broker_id: int,
-        delayed: DelayedOperations | None = None,
+        replica_manager: ReplicaManager | None = None,
         live_brokers: LiveBrokers | None = None,
     ) -> Self: ...
     topic: str
@@ -350,11 +350,61 @@ class BrokerConnection:
     def __enter__(self) -> Self: ...
     def __exit__(self, *exc: object) -> None: ...
 
-# -- delayed operations ------------------------------------------------------------------
+# -- the replica manager -----------------------------------------------------------------
 
 @final
-class DelayedOperations:
-    def __new__(cls, purge_interval: int = ...) -> Self: ...
+class ReplicaManager:
+    def __new__(
+        cls,
+        log_manager: LogManager,
+        broker_id: int,
+        fetchers: ReplicaFetcherManager | None = None,
+        purge_interval: int = ...,
+    ) -> Self: ...
+    broker_id: int
+    def set_live_brokers(self, live_brokers: LiveBrokers) -> None: ...
+    def become_leader(
+        self,
+        topic: str,
+        partition: int,
+        settings: dict[str, Any],
+        *,
+        leader_epoch: int = 0,
+        replicas: list[int] | None = None,
+        isr: list[int] | None = None,
+        min_insync_replicas: int = 1,
+        topic_id: Any = None,
+    ) -> Partition: ...
+    def become_follower(
+        self,
+        topic: str,
+        partition: int,
+        settings: dict[str, Any],
+        leader_id: int,
+        leader_epoch: int,
+        replicas: list[int] | None = None,
+        isr: list[int] | None = None,
+        *,
+        leader_endpoint: tuple[str, int] | None = None,
+        topic_id: Any = None,
+    ) -> Partition: ...
+    def handle_log_dir_failure(self, log_dir: str | PathLike[str]) -> list[tuple[str, int]]: ...
+    def update_config(
+        self, topic: str, settings: dict[str, Any], *, min_insync_replicas: int = 1
+    ) -> None: ...
+    def remove_topic(self, topic: str) -> None: ...
+    def remove_partition(self, topic: str, partition: int) -> None: ...
+    def stop_fetching(self, topic: str, partition: int) -> None: ...
+    def resign_replicated_leaderships(self) -> None: ...
+    def find_partition(self, topic: str, partition: int) -> Partition | None: ...
+    def partitions(self) -> list[Partition]: ...
+    retired_counters: dict[str, list[int]]
+    def propose_isr_changes(self, max_lag_ms: int) -> list[tuple[str, int, int, list[int]]]: ...
+    def commit_isr_change(
+        self, topic: str, partition: int, leader_epoch: int, isr: list[int]
+    ) -> bool: ...
+    def maybe_shrink_isr(self, max_lag_ms: int) -> list[tuple[str, int, list[int]]]: ...
+    def take_isr_expansions(self) -> list[tuple[str, int, list[int]]]: ...
     def fetch(
         self,
         request: Request,
@@ -397,7 +447,6 @@ class DelayedOperations:
         timeout_ms: int,
         callback: Callable[[int], object],
     ) -> None: ...
-    def take_isr_changes(self) -> list[tuple[str, int, list[int]]]: ...
     delayed_fetches: int
     delayed_produces: int
     def check_and_complete(self, topic: str, partition: int) -> None: ...

@@ -6,11 +6,11 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use kafkars_storage::{LiveBrokers, Partition, PartitionListener, SystemClock};
+use kafkars_storage::{LiveBrokers, Partition, SystemClock};
 use pyo3::prelude::*;
 
-use crate::delayed::DelayedOperations;
 use crate::protocol::RecordSet;
+use crate::replica_manager::PyReplicaManager;
 use crate::storage::{PyLog, PyLogAppendInfo, append_info, log_error, wrap};
 
 /// The live brokers a cluster member's partitions admit to the ISR; updated from each
@@ -18,7 +18,7 @@ use crate::storage::{PyLog, PyLogAppendInfo, append_info, log_error, wrap};
 #[pyclass(frozen, name = "LiveBrokers", module = "kafkars._core")]
 #[derive(Default)]
 pub(crate) struct PyLiveBrokers {
-    inner: Arc<LiveBrokers>,
+    pub(crate) inner: Arc<LiveBrokers>,
 }
 
 #[pymethods]
@@ -44,18 +44,19 @@ pub(crate) struct PyPartition {
 
 #[pymethods]
 impl PyPartition {
-    /// A partition over `log` on broker `broker_id`, led by nobody yet. Appends and
-    /// high-watermark moves complete the operations waiting in `delayed`. In a cluster,
-    /// followers join the ISR only while in `live_brokers`.
+    /// A partition over `log` on broker `broker_id`, led by nobody yet (the broker's own
+    /// come from its ReplicaManager). Appends and high-watermark moves complete the
+    /// operations waiting in `replica_manager`. Followers join the ISR only while in
+    /// `live_brokers`, if given.
     #[new]
-    #[pyo3(signature = (log, broker_id, delayed = None, live_brokers = None))]
+    #[pyo3(signature = (log, broker_id, replica_manager = None, live_brokers = None))]
     fn new(
         log: &PyLog,
         broker_id: i32,
-        delayed: Option<&DelayedOperations>,
+        replica_manager: Option<&PyReplicaManager>,
         live_brokers: Option<&PyLiveBrokers>,
     ) -> Self {
-        let listener = delayed.map(|d| Arc::clone(&d.inner) as Arc<dyn PartitionListener>);
+        let listener = replica_manager.map(|m| m.inner.listener());
         let mut partition = Partition::new(
             Arc::clone(&log.inner),
             broker_id,
