@@ -74,7 +74,8 @@ def test_metadata_round_trip(benchmark, broker: Broker) -> None:
 
 
 class _TimedDelayedOperations:
-    """The broker's `DelayedOperations` with the time of each produce/fetch call summed."""
+    """The broker's `_core.ReplicaManager` purgatories, the time of each produce or fetch
+    call summed."""
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner

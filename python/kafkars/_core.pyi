@@ -31,8 +31,8 @@ __all__ = [
     "LogAppendInfo",
     "LiveBrokers",
     "Partition",
-    "DelayedOperations",
     "ReplicaFetcherManager",
+    "ReplicaManager",
     "BrokerConnection",
     "AuthenticationError",
     "Request",
@@ -265,13 +265,7 @@ class LiveBrokers:
 
 @final
 class Partition:
-    def __new__(
-        cls,
-        log: Log,
-        broker_id: int,
-        delayed: DelayedOperations | None = None,
-        live_brokers: LiveBrokers | None = None,
-    ) -> Self: ...
+    def __new__(cls, log: Log, broker_id: int) -> Self: ...
     topic: str
     partition: int
     log: Log
@@ -284,24 +278,11 @@ class Partition:
     last_stable_offset: int
     counters: tuple[int, int, int]
     replica_states: list[tuple[int, int, int]]
-    def set_min_insync_replicas(self, value: int) -> None: ...
     def make_leader(self, leader_epoch: int, replicas: list[int], isr: list[int]) -> bool: ...
-    def make_follower(
-        self, leader_id: int, leader_epoch: int, replicas: list[int], isr: list[int]
-    ) -> bool: ...
-    def set_isr(self, isr: list[int]) -> None: ...
     def append_records_to_leader(self, records: RecordSet, required_acks: int) -> LogAppendInfo: ...
     def append_txn_marker(
         self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool
     ) -> LogAppendInfo: ...
-    def append_records_as_follower(self, records: RecordSet) -> LogAppendInfo: ...
-    def update_follower_high_watermark(self, high_watermark: int) -> None: ...
-    def update_follower_fetch_state(
-        self, replica_id: int, fetch_offset: int
-    ) -> list[int] | None: ...
-    def isr_shrink(self, max_lag_ms: int) -> tuple[int, list[int]] | None: ...
-    def commit_isr(self, leader_epoch: int, isr: list[int]) -> bool: ...
-    def maybe_shrink_isr(self, max_lag_ms: int) -> list[int] | None: ...
 
 @final
 class ReplicaFetcherManager:
@@ -350,11 +331,61 @@ class BrokerConnection:
     def __enter__(self) -> Self: ...
     def __exit__(self, *exc: object) -> None: ...
 
-# -- delayed operations ------------------------------------------------------------------
+# -- the replica manager -----------------------------------------------------------------
 
 @final
-class DelayedOperations:
-    def __new__(cls, purge_interval: int = ...) -> Self: ...
+class ReplicaManager:
+    def __new__(
+        cls,
+        log_manager: LogManager,
+        broker_id: int,
+        fetchers: ReplicaFetcherManager | None = None,
+        purge_interval: int = ...,
+    ) -> Self: ...
+    broker_id: int
+    def set_live_brokers(self, live_brokers: LiveBrokers) -> None: ...
+    def become_leader(
+        self,
+        topic: str,
+        partition: int,
+        settings: dict[str, Any],
+        *,
+        leader_epoch: int = 0,
+        replicas: list[int] | None = None,
+        isr: list[int] | None = None,
+        min_insync_replicas: int = 1,
+        topic_id: Any = None,
+    ) -> Partition: ...
+    def become_follower(
+        self,
+        topic: str,
+        partition: int,
+        settings: dict[str, Any],
+        leader_id: int,
+        leader_epoch: int,
+        replicas: list[int] | None = None,
+        isr: list[int] | None = None,
+        *,
+        leader_endpoint: tuple[str, int] | None = None,
+        topic_id: Any = None,
+    ) -> Partition: ...
+    def handle_log_dir_failure(self, log_dir: str | PathLike[str]) -> list[tuple[str, int]]: ...
+    def update_config(
+        self, topic: str, settings: dict[str, Any], *, min_insync_replicas: int = 1
+    ) -> None: ...
+    def remove_topic(self, topic: str) -> None: ...
+    def remove_partition(self, topic: str, partition: int) -> None: ...
+    def stop_fetching(self, topic: str, partition: int) -> None: ...
+    def resign_replicated_leaderships(self) -> None: ...
+    def find_partition(self, topic: str, partition: int) -> Partition | None: ...
+    def partitions(self) -> list[Partition]: ...
+    retired_counters: dict[str, list[int]]
+    def propose_isr_changes(self, max_lag_ms: int) -> list[tuple[str, int, int, list[int]]]: ...
+    def commit_isr_change(
+        self, topic: str, partition: int, leader_epoch: int, isr: list[int]
+    ) -> bool: ...
+    def maybe_shrink_isr(self, max_lag_ms: int) -> list[tuple[str, int, list[int]]]: ...
+    def take_isr_expansions(self) -> list[tuple[str, int, list[int]]]: ...
     def fetch(
         self,
         request: Request,
@@ -397,7 +428,6 @@ class DelayedOperations:
         timeout_ms: int,
         callback: Callable[[int], object],
     ) -> None: ...
-    def take_isr_changes(self) -> list[tuple[str, int, list[int]]]: ...
     delayed_fetches: int
     delayed_produces: int
     def check_and_complete(self, topic: str, partition: int) -> None: ...

@@ -50,7 +50,7 @@ class ClusterMember:
         self.replica_manager = replica_manager
         self.cache = cache
         self.live_brokers = _core.LiveBrokers()
-        replica_manager.live_brokers = self.live_brokers
+        replica_manager.set_live_brokers(self.live_brokers)
         c = config.current
         self.inter_broker_listener: str = c.inter_broker_listener_name
         self.controller = KafkaController(
@@ -285,27 +285,14 @@ class ClusterMember:
             )
 
     def propagate_isr_changes(self, lag_ms: int) -> None:
+        """Records the replica manager's proposed ISR changes (shrinks of followers past
+        `lag_ms`, joins since the last tick) in ZooKeeper, then tells the controller.
+        A shrink is applied only once ZooKeeper has it: until then the high watermark
+        waits for the larger ISR (a leader cut off from ZooKeeper cannot shrink alone)."""
         written = []
-        # A shrink is applied only once ZooKeeper has it: until then the high watermark
-        # waits for the larger ISR (a leader cut off from ZooKeeper cannot shrink alone).
-        for topic, index, epoch, isr in self.replica_manager.isr_shrinks(lag_ms):
-            partition = self.replica_manager.find_partition(topic, index)
-            if (
-                partition is not None
-                and self._write_isr(topic, index, epoch, isr)
-                and partition.commit_isr(epoch, isr)
-            ):
-                written.append((topic, index))
-        # An expansion is applied on the follower's fetch (the high watermark then waits
-        # for it too, which is safe); what is written is the ISR now, which a shrink since
-        # the expansion may have changed.
-        expanded = {
-            (topic, index) for topic, index, _ in self.replica_manager.take_isr_expansions()
-        }
-        for topic, index in sorted(expanded):
-            partition = self.replica_manager.find_partition(topic, index)
-            if partition is not None and self._write_isr(
-                topic, index, partition.leader_epoch, partition.isr
+        for topic, index, epoch, isr in self.replica_manager.propose_isr_changes(lag_ms):
+            if self._write_isr(topic, index, epoch, isr) and self.replica_manager.commit_isr_change(
+                topic, index, epoch, isr
             ):
                 written.append((topic, index))
         if written:

@@ -186,7 +186,7 @@ class KafkaApis:
         transaction_state_manager: TransactionStateManager,
         txn_marker_writer: TransactionMarkerWriter,
         txn_verifier: TransactionVerifier,
-        delayed_operations: _core.DelayedOperations,
+        delayed_operations: _core.ReplicaManager,
         quota_manager: ClientQuotaManager,
         quota_store: QuotaStore,
         authorizer: Any | None,

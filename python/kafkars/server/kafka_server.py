@@ -124,8 +124,6 @@ class KafkaServer:
     def __init__(self, config: KafkaConfig) -> None:
         self.dynamic_config = DynamicBrokerConfig(config)
         self.socket_server: Any = None
-        # The Rust fetch and produce purgatories; partitions wake them on every append.
-        self.delayed_operations = _core.DelayedOperations()
         self.kafka_scheduler: KafkaScheduler | None = None
         self.group_coordinator: GroupCoordinator | None = None
         self.consumer_group_coordinator: ConsumerGroupCoordinator | None = None
@@ -233,8 +231,10 @@ class KafkaServer:
             security=fetcher_security(c) if clustered else None,
         )
         self.replica_manager = ReplicaManager(
-            self.log_manager, self.broker_id, self.delayed_operations, self.replica_fetchers
+            self.log_manager, self.broker_id, self.replica_fetchers
         )
+        # The Rust fetch and produce purgatories; partitions wake them on every append.
+        self.delayed_operations = self.replica_manager.core
         self.cluster: ClusterMember | None = None
         self.metadata_cache: MetadataCache
         self.controller: Controller
@@ -438,7 +438,8 @@ class KafkaServer:
                 # After the socket server: a controller elected meanwhile must not reach
                 # this broker with LeaderAndIsr (it would follow and rejoin the ISRs).
                 cluster.shutdown()
-            self.delayed_operations.shutdown()
+            if getattr(self, "replica_manager", None) is not None:
+                self.replica_manager.shutdown()
             if getattr(self, "replica_fetchers", None) is not None:
                 self.replica_fetchers.shutdown()
             if self.group_coordinator is not None:

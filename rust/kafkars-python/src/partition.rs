@@ -1,15 +1,14 @@
 //! Python face of [`kafkars_storage::Partition`]: the handle the ReplicaManager keeps per
-//! partition. Python asks it to lead, follow, append and describe; offsets, the high
-//! watermark and the ISR are computed in Rust, and every call that touches the log runs
-//! with the GIL released.
+//! partition. Python asks it to append and describe; the ReplicaManager changes its role
+//! and ISR. Offsets, the high watermark and the ISR are computed in Rust, and every call
+//! that touches the log runs with the GIL released.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use kafkars_storage::{LiveBrokers, Partition, PartitionListener, SystemClock};
+use kafkars_storage::{LiveBrokers, Partition, SystemClock};
 use pyo3::prelude::*;
 
-use crate::delayed::DelayedOperations;
 use crate::protocol::RecordSet;
 use crate::storage::{PyLog, PyLogAppendInfo, append_info, log_error, wrap};
 
@@ -18,7 +17,7 @@ use crate::storage::{PyLog, PyLogAppendInfo, append_info, log_error, wrap};
 #[pyclass(frozen, name = "LiveBrokers", module = "kafkars._core")]
 #[derive(Default)]
 pub(crate) struct PyLiveBrokers {
-    inner: Arc<LiveBrokers>,
+    pub(crate) inner: Arc<LiveBrokers>,
 }
 
 #[pymethods]
@@ -44,27 +43,17 @@ pub(crate) struct PyPartition {
 
 #[pymethods]
 impl PyPartition {
-    /// A partition over `log` on broker `broker_id`, led by nobody yet. Appends and
-    /// high-watermark moves complete the operations waiting in `delayed`. In a cluster,
-    /// followers join the ISR only while in `live_brokers`.
+    /// A partition over `log` on broker `broker_id`, led by nobody yet, outside any
+    /// ReplicaManager (the broker's own partitions come from its ReplicaManager, which
+    /// also changes their roles and ISRs).
     #[new]
-    #[pyo3(signature = (log, broker_id, delayed = None, live_brokers = None))]
-    fn new(
-        log: &PyLog,
-        broker_id: i32,
-        delayed: Option<&DelayedOperations>,
-        live_brokers: Option<&PyLiveBrokers>,
-    ) -> Self {
-        let listener = delayed.map(|d| Arc::clone(&d.inner) as Arc<dyn PartitionListener>);
-        let mut partition = Partition::new(
+    fn new(log: &PyLog, broker_id: i32) -> Self {
+        let partition = Partition::new(
             Arc::clone(&log.inner),
             broker_id,
             Arc::new(SystemClock),
-            listener,
+            None,
         );
-        if let Some(live) = live_brokers {
-            partition = partition.with_live_brokers(Arc::clone(&live.inner));
-        }
         Self {
             inner: Arc::new(partition),
         }
@@ -137,10 +126,6 @@ impl PyPartition {
             .collect()
     }
 
-    fn set_min_insync_replicas(&self, value: i32) {
-        self.inner.set_min_insync_replicas(value);
-    }
-
     /// Leads the partition at `leader_epoch`; True if this broker did not lead it before.
     fn make_leader(
         &self,
@@ -150,25 +135,6 @@ impl PyPartition {
         isr: Vec<i32>,
     ) -> bool {
         py.detach(|| self.inner.make_leader(leader_epoch, replicas, isr))
-    }
-
-    /// Follows `leader_id` at `leader_epoch`; True if the leader or epoch changed.
-    fn make_follower(
-        &self,
-        py: Python<'_>,
-        leader_id: i32,
-        leader_epoch: i32,
-        replicas: Vec<i32>,
-        isr: Vec<i32>,
-    ) -> bool {
-        py.detach(|| {
-            self.inner
-                .make_follower(leader_id, leader_epoch, replicas, isr)
-        })
-    }
-
-    fn set_isr(&self, py: Python<'_>, isr: Vec<i32>) {
-        py.detach(|| self.inner.set_isr(isr));
     }
 
     /// Validates and appends produced records as the leader. `required_acks=-1` needs
@@ -202,60 +168,6 @@ impl PyPartition {
             })
             .map_err(log_error)?;
         Ok(append_info(&info))
-    }
-
-    /// Appends the leader's batches as they are (replication).
-    fn append_records_as_follower(
-        &self,
-        py: Python<'_>,
-        records: &RecordSet,
-    ) -> PyResult<PyLogAppendInfo> {
-        let bytes = records.bytes().clone();
-        let info = py
-            .detach(|| {
-                let owned = bytes.to_vec();
-                self.inner.append_records_as_follower(&owned)
-            })
-            .map_err(log_error)?;
-        Ok(append_info(&info))
-    }
-
-    /// A follower takes the high watermark from the leader's fetch response.
-    fn update_follower_high_watermark(&self, py: Python<'_>, high_watermark: i64) {
-        py.detach(|| self.inner.update_follower_high_watermark(high_watermark));
-    }
-
-    /// On the leader: a follower fetched at `fetch_offset`. Returns the new ISR if the
-    /// follower joined it.
-    fn update_follower_fetch_state(
-        &self,
-        py: Python<'_>,
-        replica_id: i32,
-        fetch_offset: i64,
-    ) -> PyResult<Option<Vec<i32>>> {
-        py.detach(|| {
-            self.inner
-                .update_follower_fetch_state(replica_id, fetch_offset)
-        })
-        .map_err(log_error)
-    }
-
-    /// The ISR without the followers not caught up within `max_lag_ms`, with the leader
-    /// epoch it is for, if any must go; applied only by `commit_isr`.
-    fn isr_shrink(&self, py: Python<'_>, max_lag_ms: i64) -> Option<(i32, Vec<i32>)> {
-        py.detach(|| self.inner.isr_shrink(max_lag_ms))
-    }
-
-    /// Applies an ISR recorded for `leader_epoch`; false if this broker no longer leads
-    /// at that epoch.
-    fn commit_isr(&self, py: Python<'_>, leader_epoch: i32, isr: Vec<i32>) -> bool {
-        py.detach(|| self.inner.commit_isr(leader_epoch, isr))
-    }
-
-    /// Drops followers not caught up within `max_lag_ms` at once (no controller records
-    /// the ISR); returns the new ISR if it shrank.
-    fn maybe_shrink_isr(&self, py: Python<'_>, max_lag_ms: i64) -> Option<Vec<i32>> {
-        py.detach(|| self.inner.maybe_shrink_isr(max_lag_ms))
     }
 
     fn __repr__(&self) -> String {

@@ -13,7 +13,7 @@ use crate::partition::PyPartition;
 
 #[pyclass(frozen, name = "ReplicaFetcherManager", module = "kafkars._core")]
 pub(crate) struct ReplicaFetcherManager {
-    inner: kafkars_replica::ReplicaFetcherManager,
+    pub(crate) inner: std::sync::Arc<kafkars_replica::ReplicaFetcherManager>,
 }
 
 #[pymethods]
@@ -49,7 +49,10 @@ impl ReplicaFetcherManager {
             security,
         };
         Ok(Self {
-            inner: kafkars_replica::ReplicaFetcherManager::new(config, num_replica_fetchers),
+            inner: std::sync::Arc::new(kafkars_replica::ReplicaFetcherManager::new(
+                config,
+                num_replica_fetchers,
+            )),
         })
     }
 

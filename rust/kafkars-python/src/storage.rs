@@ -32,7 +32,7 @@ pub(crate) fn log_error(e: LogError) -> PyErr {
 
 /// Reads a storage config dict (keys as in [`LogConfig`]'s fields); missing keys keep
 /// Kafka's defaults.
-fn log_config(settings: &Bound<'_, PyDict>) -> PyResult<LogConfig> {
+pub(crate) fn log_config(settings: &Bound<'_, PyDict>) -> PyResult<LogConfig> {
     let mut c = LogConfig::default();
     for (key, value) in settings.iter() {
         let key: String = key.extract()?;
@@ -318,7 +318,7 @@ pub(crate) struct PyLogManager {
 }
 
 impl PyLogManager {
-    fn manager(&self) -> PyResult<Arc<LogManager>> {
+    pub(crate) fn manager(&self) -> PyResult<Arc<LogManager>> {
         self.inner
             .read()
             .unwrap_or_else(|e| e.into_inner())

@@ -1,47 +1,126 @@
-//! The broker's fetch and produce purgatories and the requests that wait in them.
+//! The broker's ReplicaManager: its partitions, the fetch and produce purgatories the
+//! requests wait in, and the ISR changes its followers' fetches make.
 
-use std::sync::{Arc, Mutex};
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock, Weak};
 
 use kafka_protocol::messages::produce_response::TopicProduceResponse;
 use kafka_protocol::messages::{ProduceResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
-use kafkars_storage::{Partition, PartitionListener, TopicPartition};
+use kafkars_storage::{
+    Clock, LiveBrokers, LogManager, Partition, PartitionListener, TopicPartition,
+};
 use kafkars_timer::{DelayedOperationPurgatory, OperationState};
 
 use crate::fetch::{DelayedFetch, FetchCompletion, FetchSpec};
-use crate::lock;
 use crate::produce::{
     AppendPartition, DelayedProduce, PendingPartition, ProduceCompletion, ProduceWaiter,
     append_partition,
 };
+use crate::replica_fetcher::ReplicaFetcherManager;
 
-/// ISR expansions made by follower fetches (Kafka's isrChangeSet).
+/// ISR expansions made by follower fetches, in the order they were made.
 pub(crate) type IsrChanges = Arc<Mutex<Vec<(TopicPartition, Vec<i32>)>>>;
 
-/// Appends and fetches as the leader, with the purgatories they wait in. Give it to each
-/// [`Partition`] as its [`PartitionListener`]: every append and high-watermark move then
-/// completes what waits on the partition, on the appending thread.
+/// Kafka's ReplicaManager: owns the partitions this broker holds (each a [`Partition`]
+/// over a log of the [`LogManager`]), appends and fetches as their leader, parks the
+/// requests that must wait in the fetch and produce purgatories, and keeps the ISR
+/// changes to record (see [`propose_isr_changes`](Self::propose_isr_changes)). Every
+/// partition it creates wakes the purgatories on each append and high-watermark move,
+/// on the appending thread.
 pub struct ReplicaManager {
+    pub(crate) broker_id: i32,
+    pub(crate) clock: Arc<dyn Clock>,
+    /// Let go of by [`shutdown`](Self::shutdown): dropping the log manager releases its
+    /// dir locks, which a broker restarted in the same process takes again.
+    pub(crate) log_manager: RwLock<Option<Arc<LogManager>>>,
+    /// The replica fetcher threads followers copy their leaders' logs with.
+    pub(crate) fetchers: Option<Arc<ReplicaFetcherManager>>,
+    /// In a cluster, the brokers a follower must be among to join an ISR.
+    pub(crate) live_brokers: RwLock<Option<Arc<LiveBrokers>>>,
+    /// What the partitions tell of their changes: this manager, held weakly, so the
+    /// partitions it owns do not keep it alive.
+    listener: Arc<dyn PartitionListener>,
+    /// Topic-partition to partition; held only to look up or insert, never across a
+    /// call into a partition or the fetchers.
+    pub(crate) partitions: RwLock<HashMap<TopicPartition, Arc<Partition>>>,
+    /// Serializes changes of role and membership (become leader or follower, removal,
+    /// log dir failure), as one LeaderAndIsr after another.
+    pub(crate) changes: Mutex<()>,
+    /// Log dirs whose failure was handled: their replicas stay offline until restart.
+    pub(crate) offline_dirs: Mutex<HashSet<PathBuf>>,
+    /// `[bytes_in, messages_in, bytes_out]` per topic of the partitions deleted since
+    /// start-up, so the per-topic counters never go down.
+    pub(crate) retired_counters: Mutex<HashMap<String, [u64; 3]>>,
     fetch: DelayedOperationPurgatory<TopicPartition, DelayedFetch>,
     produce: DelayedOperationPurgatory<TopicPartition, DelayedProduce>,
-    /// For the caller to record where the cluster keeps them, periodically.
-    isr_changes: IsrChanges,
+    /// ISR expansions followers' fetches made and nobody recorded yet (Kafka's
+    /// isrChangeSet).
+    pub(crate) isr_expansions: IsrChanges,
 }
 
 impl std::fmt::Debug for ReplicaManager {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ReplicaManager").finish_non_exhaustive()
+        f.debug_struct("ReplicaManager")
+            .field("broker_id", &self.broker_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The partitions' listener: wakes the manager while it lives.
+#[derive(Debug)]
+struct Wake(Weak<ReplicaManager>);
+
+impl PartitionListener for Wake {
+    fn on_partition_change(
+        &self,
+        tp: &TopicPartition,
+        log_end_moved: bool,
+        high_watermark_moved: bool,
+    ) {
+        if let Some(manager) = self.0.upgrade() {
+            manager.on_partition_change(tp, log_end_moved, high_watermark_moved);
+        }
     }
 }
 
 impl ReplicaManager {
+    /// The ReplicaManager of broker `broker_id` over the logs of `log_manager`, its
+    /// followers fetching with `fetchers` (None: this broker never follows).
     /// `purge_interval`: completed operations a watch list may hold before a purge.
-    pub fn new(purge_interval: usize) -> Self {
-        ReplicaManager {
+    pub fn new(
+        broker_id: i32,
+        log_manager: Arc<LogManager>,
+        fetchers: Option<Arc<ReplicaFetcherManager>>,
+        clock: Arc<dyn Clock>,
+        purge_interval: usize,
+    ) -> Arc<Self> {
+        Arc::new_cyclic(|me| ReplicaManager {
+            broker_id,
+            clock,
+            log_manager: RwLock::new(Some(log_manager)),
+            fetchers,
+            live_brokers: RwLock::new(None),
+            listener: Arc::new(Wake(me.clone())),
+            partitions: RwLock::new(HashMap::new()),
+            changes: Mutex::new(()),
+            offline_dirs: Mutex::new(HashSet::new()),
+            retired_counters: Mutex::new(HashMap::new()),
             fetch: DelayedOperationPurgatory::new("Fetch", purge_interval),
             produce: DelayedOperationPurgatory::new("Produce", purge_interval),
-            isr_changes: IsrChanges::default(),
-        }
+            isr_expansions: IsrChanges::default(),
+        })
+    }
+
+    /// The broker this manager runs on.
+    pub fn broker_id(&self) -> i32 {
+        self.broker_id
+    }
+
+    /// What a partition of this manager tells of its appends and high-watermark moves.
+    pub fn listener(&self) -> Arc<dyn PartitionListener> {
+        Arc::clone(&self.listener)
     }
 
     /// Answers a fetch (Kafka's fetchMessages): now, if `max_wait_ms <= 0`, `min_bytes`
@@ -53,7 +132,7 @@ impl ReplicaManager {
         max_wait_ms: i64,
         mut completion: Box<dyn FetchCompletion>,
     ) {
-        spec.isr_changes = Arc::clone(&self.isr_changes);
+        spec.isr_changes = Arc::clone(&self.isr_expansions);
         let (result, had_error) = spec.read();
         let keys = spec.keys();
         if max_wait_ms <= 0
@@ -164,11 +243,6 @@ impl ReplicaManager {
         self.produce.try_complete_else_watch(&op, &[key]);
     }
 
-    /// ISR expansions since the last call (the ISR change set, drained).
-    pub fn take_isr_changes(&self) -> Vec<(TopicPartition, Vec<i32>)> {
-        std::mem::take(&mut *lock(&self.isr_changes))
-    }
-
     /// Fetches waiting (Kafka's NumDelayedOperations of the Fetch purgatory).
     pub fn delayed_fetches(&self) -> usize {
         self.fetch.num_delayed()
@@ -186,15 +260,18 @@ impl ReplicaManager {
         self.fetch.check_and_complete(tp);
     }
 
-    /// Stops the purgatories' expiration threads: what still waits is no longer timed
-    /// out. Idempotent.
+    /// Stops the purgatories' expiration threads (what still waits is no longer timed
+    /// out) and lets go of the log manager. Idempotent.
     pub fn shutdown(&self) {
         self.fetch.shutdown();
         self.produce.shutdown();
+        self.log_manager
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
     }
-}
 
-impl PartitionListener for ReplicaManager {
+    /// Completes what waits on `tp` after its append or high-watermark move.
     fn on_partition_change(
         &self,
         tp: &TopicPartition,
@@ -218,26 +295,21 @@ mod tests {
 
     use bytes::Bytes;
     use kafka_protocol::ResponseError;
-    use kafkars_record::{NewRecord, RecordBatchBuilder};
     use kafkars_storage::{Log, LogConfig, MockClock};
     use kafkars_timer::DEFAULT_PURGE_INTERVAL;
     use uuid::Uuid;
 
     use super::*;
+    use crate::tests::batch;
     use crate::{AppendPartition, AppendRefusal, FetchPartition, FetchResult, FetchTopic};
 
     const WAIT: Duration = Duration::from_secs(5);
 
-    fn batch(n: usize) -> Vec<u8> {
-        let mut b = RecordBatchBuilder::new();
-        for i in 0..n {
-            b.append(NewRecord::with_value(i as i64, b"v".to_vec()));
-        }
-        b.build().unwrap()
-    }
-
-    fn manager() -> Arc<ReplicaManager> {
-        Arc::new(ReplicaManager::new(DEFAULT_PURGE_INTERVAL))
+    /// A manager over a log manager in `dir`.
+    fn manager(dir: &std::path::Path) -> Arc<ReplicaManager> {
+        let clock = Arc::new(MockClock::new(0));
+        let logs = LogManager::new(vec![dir.join("logs")], 1, None, clock.clone()).unwrap();
+        ReplicaManager::new(1, Arc::new(logs), None, clock, DEFAULT_PURGE_INTERVAL)
     }
 
     /// A partition `topic`-0 on broker 1 whose changes reach `manager`, as the broker
@@ -259,8 +331,7 @@ mod tests {
             clock.clone(),
         )
         .unwrap();
-        let listener: Arc<dyn PartitionListener> = manager.clone();
-        Arc::new(Partition::new(log, 1, clock, Some(listener)))
+        Arc::new(Partition::new(log, 1, clock, Some(manager.listener())))
     }
 
     /// A partition's answer as a test reads it.
@@ -325,7 +396,7 @@ mod tests {
     #[test]
     fn a_fetch_waits_for_min_bytes_and_completes_on_the_append() {
         let dir = tempfile::tempdir().unwrap();
-        let m = manager();
+        let m = manager(dir.path());
         let p = partition(dir.path(), "t", &m, Arc::new(MockClock::new(0)));
         p.make_leader(0, vec![1], vec![1]);
         let (rx, waiting) = fetch(&m, &p, -1, 0, 1, 60_000);
@@ -348,7 +419,7 @@ mod tests {
     #[test]
     fn a_fetch_with_enough_bytes_or_no_wait_answers_at_once() {
         let dir = tempfile::tempdir().unwrap();
-        let m = manager();
+        let m = manager(dir.path());
         let p = partition(dir.path(), "t", &m, Arc::new(MockClock::new(0)));
         p.make_leader(0, vec![1], vec![1]);
         p.append_records_to_leader(&batch(3), 1).unwrap();
@@ -371,7 +442,7 @@ mod tests {
     #[test]
     fn a_fetch_times_out_with_what_there_is() {
         let dir = tempfile::tempdir().unwrap();
-        let m = manager();
+        let m = manager(dir.path());
         let p = partition(dir.path(), "t", &m, Arc::new(MockClock::new(0)));
         p.make_leader(0, vec![1], vec![1]);
         p.append_records_to_leader(&batch(1), 1).unwrap();
@@ -390,7 +461,7 @@ mod tests {
     #[test]
     fn a_waiting_fetch_completes_when_leadership_moves() {
         let dir = tempfile::tempdir().unwrap();
-        let m = manager();
+        let m = manager(dir.path());
         let p = partition(dir.path(), "t", &m, Arc::new(MockClock::new(0)));
         p.make_leader(0, vec![1, 2], vec![1, 2]);
         let (rx, _) = fetch(&m, &p, -1, 0, 1, 60_000);
@@ -409,27 +480,28 @@ mod tests {
     #[test]
     fn a_follower_fetch_reads_to_the_log_end_and_records_the_isr_expansion() {
         let dir = tempfile::tempdir().unwrap();
-        let m = manager();
+        let m = manager(dir.path());
         let p = partition(dir.path(), "t", &m, Arc::new(MockClock::new(0)));
         p.make_leader(0, vec![1, 2], vec![1]);
         p.append_records_to_leader(&batch(2), 1).unwrap();
         // Broker 2 at offset 0 reads what the high watermark does not cover yet.
         let (rx, _) = fetch(&m, &p, 2, 0, 1, 60_000);
         assert!(rx.try_recv().unwrap()[0].bytes > 0);
-        assert!(m.take_isr_changes().is_empty(), "not caught up yet");
+        assert!(m.take_isr_expansions().is_empty(), "not caught up yet");
         // At the log end it has caught up: it joins the ISR, recorded once.
         let (_rx, _) = fetch(&m, &p, 2, 2, 1, 0);
         assert_eq!(
-            m.take_isr_changes(),
+            m.take_isr_expansions(),
             vec![(TopicPartition::new("t", 0), vec![1, 2])]
         );
-        assert!(m.take_isr_changes().is_empty());
+        assert!(m.take_isr_expansions().is_empty());
         m.shutdown();
     }
 
     #[test]
     fn a_refused_partition_answers_with_its_code_at_once() {
-        let m = manager();
+        let dir = tempfile::tempdir().unwrap();
+        let m = manager(dir.path());
         let topics = vec![FetchTopic {
             name: "t".into(),
             topic_id: Uuid::nil(),
@@ -493,7 +565,7 @@ mod tests {
     #[test]
     fn acks_one_answers_at_once_and_acks_zero_answers_nothing() {
         let dir = tempfile::tempdir().unwrap();
-        let m = manager();
+        let m = manager(dir.path());
         let p = partition(dir.path(), "t", &m, Arc::new(MockClock::new(0)));
         p.make_leader(0, vec![1, 2], vec![1, 2]);
         let response = produce(&m, &p, 1, 60_000).try_recv().unwrap().unwrap();
@@ -506,7 +578,7 @@ mod tests {
     #[test]
     fn acks_all_completes_when_the_high_watermark_reaches_the_append() {
         let dir = tempfile::tempdir().unwrap();
-        let m = manager();
+        let m = manager(dir.path());
         let p = partition(dir.path(), "t", &m, Arc::new(MockClock::new(0)));
         p.make_leader(0, vec![1, 2], vec![1, 2]);
         let rx = produce(&m, &p, -1, 60_000);
@@ -527,7 +599,7 @@ mod tests {
     #[test]
     fn acks_all_times_out_with_request_timed_out() {
         let dir = tempfile::tempdir().unwrap();
-        let m = manager();
+        let m = manager(dir.path());
         let p = partition(dir.path(), "t", &m, Arc::new(MockClock::new(0)));
         p.make_leader(0, vec![1, 2], vec![1, 2]);
         let response = produce(&m, &p, -1, 20).recv_timeout(WAIT).unwrap().unwrap();
@@ -554,7 +626,7 @@ mod tests {
     #[test]
     fn a_coordinator_append_completes_when_the_isr_has_it() {
         let dir = tempfile::tempdir().unwrap();
-        let m = manager();
+        let m = manager(dir.path());
         let p = partition(
             dir.path(),
             "__consumer_offsets",
@@ -581,7 +653,7 @@ mod tests {
     #[test]
     fn an_append_the_isr_already_has_completes_on_the_calling_thread() {
         let dir = tempfile::tempdir().unwrap();
-        let m = manager();
+        let m = manager(dir.path());
         let p = partition(
             dir.path(),
             "__consumer_offsets",
@@ -598,7 +670,7 @@ mod tests {
     #[test]
     fn a_coordinator_append_fails_when_leadership_moves_or_time_runs_out() {
         let dir = tempfile::tempdir().unwrap();
-        let m = manager();
+        let m = manager(dir.path());
         let p = partition(
             dir.path(),
             "__consumer_offsets",
@@ -627,7 +699,7 @@ mod tests {
     fn an_isr_shrunk_below_min_insync_replicas_fails_the_append() {
         let dir = tempfile::tempdir().unwrap();
         let clock = Arc::new(MockClock::new(0));
-        let m = manager();
+        let m = manager(dir.path());
         let p = partition(dir.path(), "__consumer_offsets", &m, clock.clone());
         p.set_min_insync_replicas(2);
         p.make_leader(0, vec![1, 2], vec![1, 2]);

@@ -299,6 +299,12 @@ impl Partition {
         changed
     }
 
+    /// The leader epoch and the ISR, read together, if this broker leads the partition.
+    pub fn leader_epoch_and_isr(&self) -> Option<(i32, Vec<i32>)> {
+        let st = self.read_state();
+        (st.leader_id == self.local_broker_id).then(|| (st.leader_epoch, st.isr.clone()))
+    }
+
     /// Replaces the ISR (the controller or this leader decided it); the high watermark
     /// may move when a lagging member leaves.
     pub fn set_isr(&self, isr: Vec<i32>) {

@@ -54,7 +54,8 @@ def handle_describe_log_dirs(apis: KafkaApis, request: Any) -> dict[str, Any]:
         topics: dict[str, list[dict[str, Any]]] = {}
         for partition in apis.replica_manager.partitions():
             # dir_parent is a Path; log_dirs are resolved strings.
-            if str(Path(partition.log.dir_parent).resolve()) != log_dir:
+            parent = partition.log.dir_parent
+            if parent is None or str(Path(parent).resolve()) != log_dir:
                 continue
             if selected is not None and (partition.topic, partition.partition) not in selected:
                 continue

@@ -1,7 +1,7 @@
 """Fetch: Python resolves the partitions; Rust reads, waits and answers.
 
 The handler turns topic names or ids into `_core.Partition` handles (or the error a
-partition gets) and hands them to `_core.DelayedOperations.fetch`, which reads the file
+partition gets) and hands them to `_core.ReplicaManager.fetch`, which reads the file
 slices, parks the fetch in the Rust fetch purgatory when fewer than `min_bytes` are
 there, and sends the response with sendfile: no per-partition Python after planning,
 and no GIL while a consumer waits.

@@ -2,7 +2,7 @@
 
 The handler resolves every partition to its `_core.Partition` handle or to the error it
 gets (unknown topic, bad acks, KIP-890 verification) and hands them to
-`_core.DelayedOperations.produce`, which validates (the Rust LogValidator: CRC, structure,
+`_core.ReplicaManager.produce`, which validates (the Rust LogValidator: CRC, structure,
 keys of compacted topics, CreateTime bounds, with per-record errors) and appends them
 with the GIL released, builds the response and sends it, or for acks=-1 parks it in the
 Rust produce purgatory until the high watermarks reach the appends.

@@ -1,29 +1,38 @@
-//! Python face of [`kafkars_replica::ReplicaManager`]: Fetch and acks=all Produce
-//! completed in Rust (Kafka's DelayedFetch and DelayedProduce).
+//! Python face of [`kafkars_replica::ReplicaManager`]: the broker's partitions, Fetch
+//! and acks=all Produce completed in Rust (Kafka's DelayedFetch and DelayedProduce), and
+//! the ISR change set.
 //!
 //! Python plans a request (names resolved, access checked) and hands the partitions over;
 //! this module converts them and answers through the request's [`PendingReply`] (with a
 //! Python quota callback for fetches). A partition's append or high-watermark move
 //! completes the operations watching it on the appending thread, without the GIL.
+//! Everything that changes the partitions runs without the GIL too: what it completes
+//! may call back into Python.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
 use kafka_protocol::messages::{ProduceResponse, ResponseKind};
+use std::collections::HashMap;
+use std::path::PathBuf;
+
 use kafkars_replica::{
     AppendPartition, AppendRefusal, FetchCompletion, FetchPartition, FetchResult, FetchSpec,
-    FetchTopic, ProduceCompletion, ReplicaManager,
+    FetchTopic, IsrChange, LeaderAndIsrPartitionState, ProduceCompletion, ReplicaManager,
 };
 use kafkars_server::FileRegion;
-use kafkars_storage::TopicPartition;
+use kafkars_storage::{Partition, SystemClock, TopicPartition};
 use kafkars_timer::DEFAULT_PURGE_INTERVAL;
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 use uuid::Uuid;
 
 use crate::network::{PendingReply, PyRequest};
-use crate::partition::PyPartition;
+use crate::partition::{PyLiveBrokers, PyPartition};
 use crate::protocol::{FromPy, RecordSet};
+use crate::replica_fetcher::ReplicaFetcherManager;
 use crate::splice::placeholder_for;
+use crate::storage::{PyLogManager, log_config, log_error};
 
 /// Answers a fetch: records quotas if asked, encodes and sends.
 struct FetchReply {
@@ -82,11 +91,23 @@ impl ProduceCompletion for ProduceReply {
     }
 }
 
-/// Python face of [`ReplicaManager`]: the broker's Rust fetch and produce purgatories.
-#[pyclass(frozen, name = "DelayedOperations", module = "kafkars._core")]
-pub(crate) struct DelayedOperations {
+/// Python face of [`ReplicaManager`].
+#[pyclass(frozen, name = "ReplicaManager", module = "kafkars._core")]
+pub(crate) struct PyReplicaManager {
     pub(crate) inner: Arc<ReplicaManager>,
 }
+
+fn wrap(partition: Arc<Partition>) -> PyPartition {
+    PyPartition { inner: partition }
+}
+
+/// A topic id as Python gives it (a `uuid.UUID`, 16 bytes or None: unknown).
+fn topic_id(id: Option<&Bound<'_, PyAny>>) -> PyResult<Uuid> {
+    id.map_or(Ok(Uuid::nil()), Uuid::from_py)
+}
+
+/// `(topic, partition, leader_epoch, isr)`: an ISR change as Python sees it.
+type PyIsrChange = (String, i32, i32, Vec<i32>);
 
 type PlannedPartition = (i32, Option<Py<PyPartition>>, i16, i64, i32, i32, i32, i32);
 
@@ -103,13 +124,213 @@ type PlannedAppend = (
 );
 
 #[pymethods]
-impl DelayedOperations {
+impl PyReplicaManager {
+    /// Broker `broker_id`'s partitions over the logs of `log_manager`, followers
+    /// fetching with `fetchers` (None: this broker never follows).
     #[new]
-    #[pyo3(signature = (purge_interval = DEFAULT_PURGE_INTERVAL))]
-    fn new(purge_interval: usize) -> Self {
-        Self {
-            inner: Arc::new(ReplicaManager::new(purge_interval)),
-        }
+    #[pyo3(signature = (log_manager, broker_id, fetchers = None, purge_interval = DEFAULT_PURGE_INTERVAL))]
+    fn new(
+        log_manager: &PyLogManager,
+        broker_id: i32,
+        fetchers: Option<&ReplicaFetcherManager>,
+        purge_interval: usize,
+    ) -> PyResult<Self> {
+        Ok(Self {
+            inner: ReplicaManager::new(
+                broker_id,
+                log_manager.manager()?,
+                fetchers.map(|f| Arc::clone(&f.inner)),
+                Arc::new(SystemClock),
+                purge_interval,
+            ),
+        })
+    }
+
+    #[getter]
+    fn broker_id(&self) -> i32 {
+        self.inner.broker_id()
+    }
+
+    /// Followers join the ISR of partitions created from now on only while their broker
+    /// is in `live_brokers`.
+    fn set_live_brokers(&self, live_brokers: &PyLiveBrokers) {
+        self.inner.set_live_brokers(Arc::clone(&live_brokers.inner));
+    }
+
+    /// Leads `topic`-`partition` at `leader_epoch` (alone unless `replicas`/`isr` name
+    /// followers), its log opened with `settings` on first use and `topic_id` recorded.
+    /// Raises KafkaError: KAFKA_STORAGE_ERROR if its log dir failed,
+    /// INCONSISTENT_TOPIC_ID.
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (topic, partition, settings, *, leader_epoch = 0, replicas = None, isr = None, min_insync_replicas = 1, topic_id = None))]
+    fn become_leader(
+        &self,
+        py: Python<'_>,
+        topic: String,
+        partition: i32,
+        settings: &Bound<'_, PyDict>,
+        leader_epoch: i32,
+        replicas: Option<Vec<i32>>,
+        isr: Option<Vec<i32>>,
+        min_insync_replicas: i32,
+        topic_id: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyPartition> {
+        let config = log_config(settings)?;
+        let state = LeaderAndIsrPartitionState {
+            leader_epoch,
+            replicas: replicas.unwrap_or_default(),
+            isr: isr.unwrap_or_default(),
+            topic_id: self::topic_id(topic_id)?,
+        };
+        let tp = TopicPartition::new(topic, partition);
+        py.detach(|| {
+            self.inner
+                .become_leader(&tp, config, state, min_insync_replicas)
+        })
+        .map(wrap)
+        .map_err(log_error)
+    }
+
+    /// Follows `leader_id` for `topic`-`partition`, fetching from `leader_endpoint`
+    /// (`(host, port)` of its inter-broker listener) when given; what waits on the
+    /// partition is answered. Raises KafkaError as `become_leader` does.
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (topic, partition, settings, leader_id, leader_epoch, replicas = None, isr = None, *, leader_endpoint = None, topic_id = None))]
+    fn become_follower(
+        &self,
+        py: Python<'_>,
+        topic: String,
+        partition: i32,
+        settings: &Bound<'_, PyDict>,
+        leader_id: i32,
+        leader_epoch: i32,
+        replicas: Option<Vec<i32>>,
+        isr: Option<Vec<i32>>,
+        leader_endpoint: Option<(String, u16)>,
+        topic_id: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyPartition> {
+        let config = log_config(settings)?;
+        let state = LeaderAndIsrPartitionState {
+            leader_epoch,
+            replicas: replicas.unwrap_or_default(),
+            isr: isr.unwrap_or_default(),
+            topic_id: self::topic_id(topic_id)?,
+        };
+        let tp = TopicPartition::new(topic, partition);
+        let endpoint = leader_endpoint.as_ref().map(|(h, p)| (h.as_str(), *p));
+        py.detach(|| {
+            self.inner
+                .become_follower(&tp, config, leader_id, state, endpoint)
+        })
+        .map(wrap)
+        .map_err(log_error)
+    }
+
+    /// The replicas in the failed `log_dir` stop fetching and stay offline; returns
+    /// them as `(topic, partition)` (nothing on a second call for the dir).
+    fn handle_log_dir_failure(&self, py: Python<'_>, log_dir: PathBuf) -> Vec<(String, i32)> {
+        py.detach(|| self.inner.handle_log_dir_failure(&log_dir))
+            .into_iter()
+            .map(|tp| (tp.topic, tp.partition))
+            .collect()
+    }
+
+    /// Applies a topic's new storage `settings` and `min.insync.replicas`.
+    #[pyo3(signature = (topic, settings, *, min_insync_replicas = 1))]
+    fn update_config(
+        &self,
+        topic: &str,
+        settings: &Bound<'_, PyDict>,
+        min_insync_replicas: i32,
+    ) -> PyResult<()> {
+        let config = log_config(settings)?;
+        self.inner
+            .update_config(topic, &config, min_insync_replicas);
+        Ok(())
+    }
+
+    /// Deletes every partition of `topic` held here.
+    fn remove_topic(&self, py: Python<'_>, topic: &str) -> PyResult<()> {
+        py.detach(|| self.inner.remove_topic(topic))
+            .map_err(log_error)
+    }
+
+    /// Deletes one replica's log (StopReplica with delete).
+    fn remove_partition(&self, py: Python<'_>, topic: String, partition: i32) -> PyResult<()> {
+        let tp = TopicPartition::new(topic, partition);
+        py.detach(|| self.inner.remove_partition(&tp))
+            .map_err(log_error)
+    }
+
+    /// Stops replicating a partition without deleting it (StopReplica without delete).
+    fn stop_fetching(&self, py: Python<'_>, topic: String, partition: i32) {
+        let tp = TopicPartition::new(topic, partition);
+        py.detach(|| self.inner.stop_fetching(&tp));
+    }
+
+    /// Every replicated partition led here stops being led here (after a controlled
+    /// shutdown moved them).
+    fn resign_replicated_leaderships(&self, py: Python<'_>) {
+        py.detach(|| self.inner.resign_replicated_leaderships());
+    }
+
+    /// The partition's handle whatever this broker's role in it, or None.
+    fn find_partition(&self, topic: String, partition: i32) -> Option<PyPartition> {
+        self.inner
+            .partition(&TopicPartition::new(topic, partition))
+            .map(wrap)
+    }
+
+    /// Every partition this broker holds.
+    fn partitions(&self) -> Vec<PyPartition> {
+        self.inner.partitions().into_iter().map(wrap).collect()
+    }
+
+    /// `{topic: [bytes_in, messages_in, bytes_out]}` of the partitions deleted since
+    /// start-up.
+    #[getter]
+    fn retired_counters(&self) -> HashMap<String, [u64; 3]> {
+        self.inner.retired_counters()
+    }
+
+    /// The ISR changes to record, one per partition led here: `[(topic, partition,
+    /// leader_epoch, isr)]`, shrinks (followers not caught up within `max_lag_ms`) and
+    /// joins since the last call. A shrink counts once `commit_isr_change` applies it.
+    fn propose_isr_changes(&self, py: Python<'_>, max_lag_ms: i64) -> Vec<PyIsrChange> {
+        py.detach(|| self.inner.propose_isr_changes(max_lag_ms))
+            .into_iter()
+            .map(|c| {
+                let tp = c.topic_partition;
+                (tp.topic, tp.partition, c.leader_epoch, c.isr)
+            })
+            .collect()
+    }
+
+    /// Applies a proposed ISR change once recorded; False if this broker no longer leads
+    /// the partition at `leader_epoch`.
+    fn commit_isr_change(
+        &self,
+        py: Python<'_>,
+        topic: String,
+        partition: i32,
+        leader_epoch: i32,
+        isr: Vec<i32>,
+    ) -> bool {
+        let change = IsrChange {
+            topic_partition: TopicPartition::new(topic, partition),
+            leader_epoch,
+            isr,
+        };
+        py.detach(|| self.inner.commit_isr_change(&change))
+    }
+
+    /// Shrinks the ISRs at once (no controller records them): `[(topic, partition,
+    /// isr)]` of those that shrank.
+    fn maybe_shrink_isr(&self, py: Python<'_>, max_lag_ms: i64) -> Vec<(String, i32, Vec<i32>)> {
+        py.detach(|| self.inner.maybe_shrink_isr(max_lag_ms))
+            .into_iter()
+            .map(|(tp, isr)| (tp.topic, tp.partition, isr))
+            .collect()
     }
 
     /// Answers `request` (a Fetch) now, or once `min_bytes` are there or `max_wait_ms`
@@ -268,10 +489,11 @@ impl DelayedOperations {
         py.detach(|| manager.delay_produce(target, required_offset, timeout_ms, done));
     }
 
-    /// ISR expansions since the last call: `[(topic, partition, isr)]`.
-    fn take_isr_changes(&self) -> Vec<(String, i32, Vec<i32>)> {
+    /// ISR expansions followers' fetches made since the last call: `[(topic,
+    /// partition, isr)]`.
+    fn take_isr_expansions(&self) -> Vec<(String, i32, Vec<i32>)> {
         self.inner
-            .take_isr_changes()
+            .take_isr_expansions()
             .into_iter()
             .map(|(tp, isr)| (tp.topic, tp.partition, isr))
             .collect()
@@ -297,7 +519,8 @@ impl DelayedOperations {
     }
 
     /// Stops the purgatories' expiration threads (what still waits is no longer timed
-    /// out). Idempotent.
+    /// out) and lets go of the log manager, so its shutdown releases the dir locks.
+    /// Idempotent.
     fn shutdown(&self, py: Python<'_>) {
         py.detach(|| self.inner.shutdown());
     }
