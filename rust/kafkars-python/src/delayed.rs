@@ -296,8 +296,9 @@ impl DelayedOperations {
         py.detach(|| self.inner.check_and_complete(&tp));
     }
 
-    /// Stops the purgatories' expiration threads (what still waits is no longer timed
-    /// out). Idempotent.
+    /// Answers every fetch and acks=all produce still waiting, and from now on answers
+    /// at once, then stops the purgatories' expiration threads (for a broker shutting
+    /// down). Idempotent.
     fn shutdown(&self, py: Python<'_>) {
         py.detach(|| self.inner.shutdown());
     }
