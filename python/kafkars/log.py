@@ -29,10 +29,13 @@ CHECKPOINT_FILES = (
 
 
 def read_checkpoint(path: str | Path) -> dict[tuple[str, int], int]:
-    """An offset checkpoint file: version line (0), entry count, `topic partition offset`."""
+    """An offset checkpoint file: version line (0), entry count, `topic partition offset`.
+    A file that ends before its entry count has no entries, as Kafka reads it."""
     lines = Path(path).read_text().splitlines()
-    if len(lines) < 2 or lines[0].strip() != "0":
+    if lines and lines[0].strip() != "0":
         raise ValueError(f"{path}: unrecognised checkpoint version {lines[:1]}")
+    if len(lines) < 2:
+        return {}
     count = int(lines[1])
     entries: dict[tuple[str, int], int] = {}
     for line in lines[2 : 2 + count]:

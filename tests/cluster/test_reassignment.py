@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,6 +27,7 @@ from .helpers import (
     needs_zookeeper,
     partition_metadata,
     quiet,
+    running_cluster,
     wait_for,
 )
 
@@ -105,7 +108,23 @@ def test_reassignment_moves_replicas_and_the_leader_under_load(
     assert set(producing.acked) <= set(values), "an acknowledged record was lost"
 
 
-def test_reassignment_cancelled_and_written_to_zookeeper(cluster: Cluster, tmp_path: Path) -> None:
+# Longer than the newcomer is paused for below: four runs of the tool and a CreatePartitions
+# took more than the suite's 6 s on a loaded machine, its session expired, and the move
+# written to ZooKeeper right after the resume named a broker the controller did not count
+# live yet, which it refuses (as Kafka's controller does): the test then waited for a move
+# that was never going to happen.
+PAUSED_SESSION_TIMEOUT_MS = 40_000
+
+
+@pytest.fixture
+def patient_cluster() -> Iterator[Cluster]:
+    yield from running_cluster(config={"zookeeper.session.timeout.ms": PAUSED_SESSION_TIMEOUT_MS})
+
+
+def test_reassignment_cancelled_and_written_to_zookeeper(
+    patient_cluster: Cluster, tmp_path: Path
+) -> None:
+    cluster = patient_cluster
     admin = AdminClient(quiet({"bootstrap.servers": cluster.bootstrap_servers}))
     controller = admin.describe_cluster().result(30).controller.id
     # The newcomer is paused below: it must not be the controller the tool talks to.
@@ -120,32 +139,45 @@ def test_reassignment_cancelled_and_written_to_zookeeper(cluster: Cluster, tmp_p
     plan = write_plan(tmp_path, topic, [*replicas, newcomer])
     # A stopped newcomer cannot catch up, so the move stays in progress (for less than
     # the ZooKeeper session timeout, or the cluster would count it dead).
-    cluster.pause(newcomer)
-    try:
-        out = reassign(cluster, "--execute", "--reassignment-json-file", plan, via=leader)
-        assert out.returncode == 0, out.stderr
-        listed = reassign(cluster, "--list", via=leader).stdout
-        assert f"{topic}-0: replicas: " in listed and f"adding: {newcomer}." in listed, listed
-        grow = AdminClient(quiet({"bootstrap.servers": cluster.brokers[leader].bootstrap_servers}))
-        with pytest.raises(KafkaException, match="REASSIGNMENT_IN_PROGRESS"):
-            grow.create_partitions([NewPartitions(topic, 2)])[topic].result(30)
-        verify = reassign(cluster, "--verify", "--reassignment-json-file", plan, via=leader)
-        assert verify.returncode == 1 and "still in progress" in verify.stdout
-        cancel = reassign(cluster, "--cancel", "--reassignment-json-file", plan, via=leader)
-        assert f"Successfully cancelled partition reassignments for: {topic}-0" in cancel.stdout
-    finally:
-        cluster.resume(newcomer)
-    wait_for(
-        lambda: partition_metadata(cluster, topic, 0)[1] == replicas, 10, "the original replicas"
-    )
-    assert "No partition reassignments found." in reassign(cluster, "--list").stdout
-    again = reassign(cluster, "--cancel", "--reassignment-json-file", plan)
-    assert "None of the specified partition moves are active" in again.stdout
-
-    # The ZooKeeper way: the controller picks up /admin/reassign_partitions and deletes
-    # the znode once the move is done.
     zk = KafkaZkClient(f"{cluster.zookeeper.connect}/kafkars")
     try:
+        registration = f"{zk_data.BROKER_IDS}/{newcomer}"
+        session = zk.zk.exists(registration).owner_session_id
+        cluster.pause(newcomer)
+        paused = time.monotonic()
+        try:
+            out = reassign(cluster, "--execute", "--reassignment-json-file", plan, via=leader)
+            assert out.returncode == 0, out.stderr
+            listed = reassign(cluster, "--list", via=leader).stdout
+            assert f"{topic}-0: replicas: " in listed and f"adding: {newcomer}." in listed, listed
+            grow = AdminClient(
+                quiet({"bootstrap.servers": cluster.brokers[leader].bootstrap_servers})
+            )
+            with pytest.raises(KafkaException, match="REASSIGNMENT_IN_PROGRESS"):
+                grow.create_partitions([NewPartitions(topic, 2)])[topic].result(30)
+            verify = reassign(cluster, "--verify", "--reassignment-json-file", plan, via=leader)
+            assert verify.returncode == 1 and "still in progress" in verify.stdout
+            cancel = reassign(cluster, "--cancel", "--reassignment-json-file", plan, via=leader)
+            assert f"Successfully cancelled partition reassignments for: {topic}-0" in cancel.stdout
+        finally:
+            cluster.resume(newcomer)
+        paused_s = time.monotonic() - paused
+        stat = zk.zk.exists(registration)
+        assert stat is not None and stat.owner_session_id == session, (
+            f"paused for {paused_s:.1f} s, the newcomer's session expired: the move to it below "
+            "would be refused"
+        )
+        wait_for(
+            lambda: partition_metadata(cluster, topic, 0)[1] == replicas,
+            10,
+            "the original replicas",
+        )
+        assert "No partition reassignments found." in reassign(cluster, "--list").stdout
+        again = reassign(cluster, "--cancel", "--reassignment-json-file", plan)
+        assert "None of the specified partition moves are active" in again.stdout
+
+        # The ZooKeeper way: the controller picks up /admin/reassign_partitions and deletes
+        # the znode once the move is done.
         target = [newcomer, leader]
         zk.zk.create(
             zk_data.REASSIGN_PARTITIONS,

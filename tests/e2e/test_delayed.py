@@ -1,6 +1,6 @@
 """Delayed operations end to end: a long-polling consumer is answered as soon as a record
 arrives, an idle long poll costs the broker no CPU, acks=all goes through the produce
-purgatory."""
+purgatory, and a broker shutting down answers what still waits."""
 
 from __future__ import annotations
 
@@ -20,7 +20,9 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+from kafkars import _core
 from kafkars.broker import Broker
+from kafkars.protocol import ApiKey
 
 
 def cpu_seconds(pid: int) -> float:
@@ -152,3 +154,58 @@ def test_acks_all_needs_min_insync_replicas(broker: Broker, topic: str) -> None:
     resource = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[entry])
     admin.incremental_alter_configs([resource])[resource].result(10)
     assert produce("all") is None
+
+
+def test_a_stopping_broker_answers_a_waiting_long_poll(
+    make_broker: Callable[..., Broker], topic: str
+) -> None:
+    """A fetch parked in the purgatory gets its answer (what there is: nothing) when the
+    broker shuts down gracefully, not after its max_wait_ms nor by a dropped connection."""
+    b = make_broker()
+    admin = AdminClient({"bootstrap.servers": b.bootstrap_servers})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(10)
+    del admin  # its reconnect attempts once the broker stops would only add noise
+    host, port = b.bootstrap_servers.rsplit(":", 1)
+    partition = {
+        "partition": 0,
+        "current_leader_epoch": -1,
+        "fetch_offset": 0,
+        "log_start_offset": -1,
+        "partition_max_bytes": 1 << 20,
+    }
+    request = {
+        "replica_id": -1,
+        "max_wait_ms": 120_000,
+        "min_bytes": 1,
+        "max_bytes": 1 << 20,
+        "isolation_level": 0,
+        "session_id": 0,
+        "session_epoch": -1,
+        "topics": [{"topic": topic, "partitions": [partition]}],
+        "forgotten_topics_data": [],
+        "rack_id": "",
+    }
+    answers: list[object] = []
+    conn = _core.BrokerConnection(host, int(port), timeout_s=180)
+
+    def long_poll() -> None:
+        try:
+            answers.append(conn.call(ApiKey.FETCH, 12, request))
+        except Exception as e:  # the connection dropped instead
+            answers.append(e)
+
+    poller = threading.Thread(target=long_poll)
+    poller.start()
+    poller.join(2)
+    assert poller.is_alive(), f"the fetch was answered before the shutdown: {answers}"
+    stopping = time.monotonic()
+    b.stop(remove=False)
+    poller.join(30)
+    conn.close()
+    answered_s = time.monotonic() - stopping
+    assert not poller.is_alive() and answered_s < 15, answered_s
+    (answer,) = answers
+    assert isinstance(answer, dict), answer
+    (partition_answer,) = answer["responses"][0]["partitions"]
+    assert answer["error_code"] == 0 and partition_answer["error_code"] == 0, answer
+    assert not partition_answer["records"]

@@ -6,8 +6,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from kafkars import codec
-from kafkars.log import LogDir
+from kafkars.log import LogDir, read_checkpoint
 
 # Seed 003's `kafka-dump-log.sh --print-data-log` output for a segment Kafka wrote.
 SEED_DUMP = """\
@@ -139,3 +141,16 @@ def test_files_that_are_not_segments_are_one_line_each(tmp_path: Path) -> None:
         "(like 00000000000000000000.log)\n"
     )
     assert done.stdout.count("baseOffset:") == 2
+
+
+def test_empty_checkpoint_files_have_no_entries(tmp_path: Path) -> None:
+    # As Kafka's CheckpointFile reads them: a file cut short before its entry count.
+    checkpoint = tmp_path / "recovery-point-offset-checkpoint"
+    for text in ["", "0\n"]:
+        checkpoint.write_text(text)
+        assert read_checkpoint(checkpoint) == {}
+    checkpoint.write_text("0\n1\nt 0 5\n")
+    assert read_checkpoint(checkpoint) == {("t", 0): 5}
+    checkpoint.write_text("1\n0\n")
+    with pytest.raises(ValueError, match="version"):
+        read_checkpoint(checkpoint)

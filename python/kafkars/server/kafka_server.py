@@ -430,16 +430,19 @@ class KafkaServer:
                 self.metrics_server.shutdown()
             if self.kafka_scheduler is not None:
                 self.kafka_scheduler.shutdown()
+            # Answers the fetches and acks=all produces still waiting (and any handled
+            # from here on) now, so the socket server's drain below does not wait for
+            # their timeouts and no client waits for its own.
+            self.delayed_operations.shutdown()
             if self.socket_server is not None:
-                # Stop reading and answer what is in flight; waiting fetches still expire
-                # on the purgatory's timer meanwhile, so it stops afterwards.
+                # Stop reading and answer what is in flight.
                 self.socket_server.shutdown()
             if cluster is not None and self._started:
                 # After the socket server: a controller elected meanwhile must not reach
                 # this broker with LeaderAndIsr (it would follow and rejoin the ISRs).
                 cluster.shutdown()
             if getattr(self, "replica_manager", None) is not None:
-                self.replica_manager.shutdown()
+                self.replica_manager.release_log_manager()
             if getattr(self, "replica_fetchers", None) is not None:
                 self.replica_fetchers.shutdown()
             if self.group_coordinator is not None:

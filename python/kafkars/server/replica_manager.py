@@ -49,6 +49,7 @@ class ReplicaManager:
         self.maybe_shrink_isr = core.maybe_shrink_isr
         self.take_isr_expansions = core.take_isr_expansions
         self.shutdown = core.shutdown
+        self.release_log_manager = core.release_log_manager
 
     @property
     def retired_counters(self) -> dict[str, list[int]]:

@@ -518,10 +518,15 @@ impl PyReplicaManager {
         py.detach(|| self.inner.check_and_complete(&tp));
     }
 
-    /// Stops the purgatories' expiration threads (what still waits is no longer timed
-    /// out) and lets go of the log manager, so its shutdown releases the dir locks.
-    /// Idempotent.
+    /// Answers every fetch and acks=all produce still waiting, and from now on answers
+    /// at once, then stops the purgatories' expiration threads (for a broker shutting
+    /// down). Idempotent.
     fn shutdown(&self, py: Python<'_>) {
         py.detach(|| self.inner.shutdown());
+    }
+
+    /// Lets go of the log manager, so its shutdown releases the dir locks. Idempotent.
+    fn release_log_manager(&self, py: Python<'_>) {
+        py.detach(|| self.inner.release_log_manager());
     }
 }

@@ -486,7 +486,7 @@ mod tests {
     }
 
     #[test]
-    fn after_shutdown_the_log_manager_is_let_go() {
+    fn a_released_log_manager_is_let_go() {
         let dir = tempfile::tempdir().unwrap();
         let clock = Arc::new(MockClock::new(0));
         let m = manager(&[dir.path()], clock.clone());
@@ -494,6 +494,7 @@ mod tests {
             .become_leader(&tp("t", 0), LogConfig::default(), state(0, &[], &[]), 1)
             .unwrap();
         m.shutdown();
+        m.release_log_manager();
         // The dir lock went with the manager's last reference (a partition handle still
         // held does not keep it): a broker restarted in this process takes the dir.
         LogManager::new(vec![dir.path().to_path_buf()], 1, None, clock).unwrap();

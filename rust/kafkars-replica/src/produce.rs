@@ -200,10 +200,15 @@ impl DelayedOperation for DelayedProduce {
             return;
         };
         let pending = std::mem::take(&mut *lock(&self.pending));
-        // Completed without a result (purgatory shutdown): the wait did not succeed.
+        // Completed while still waiting (the broker shutting down): the outcome so far,
+        // else NOT_LEADER_OR_FOLLOWER, which a client retries on the next leader.
         let code = |p: &PendingPartition| {
             p.result
-                .unwrap_or_else(|| ResponseError::RequestTimedOut.code())
+                .or_else(|| {
+                    p.target
+                        .check_enough_replicas_reach_offset(p.required_offset)
+                })
+                .unwrap_or_else(|| ResponseError::NotLeaderOrFollower.code())
         };
         match waiter {
             ProduceWaiter::Reply(completion, mut response) => {

@@ -260,11 +260,21 @@ impl ReplicaManager {
         self.fetch.check_and_complete(tp);
     }
 
-    /// Stops the purgatories' expiration threads (what still waits is no longer timed
-    /// out) and lets go of the log manager. Idempotent.
+    /// Answers what still waits, and from now on answers at once, then stops the
+    /// purgatories' expiration threads, so a broker shutting down leaves no client
+    /// waiting for its own timeout: a fetch gets what is there now, an acks=all produce
+    /// each partition's outcome so far, NOT_LEADER_OR_FOLLOWER where the ISR has not
+    /// caught up (the client retries with the next leader, as after Kafka's controlled
+    /// shutdown moved leadership away). Idempotent.
     pub fn shutdown(&self) {
-        self.fetch.shutdown();
-        self.produce.shutdown();
+        self.produce.shutdown_and_complete_all();
+        self.fetch.shutdown_and_complete_all();
+    }
+
+    /// Lets go of the log manager, so its own shutdown releases the dir locks (a broker
+    /// restarted in the same process takes them again). After `shutdown`, once no
+    /// request can reach the partitions. Idempotent.
+    pub fn release_log_manager(&self) {
         self.log_manager
             .write()
             .unwrap_or_else(|e| e.into_inner())
@@ -693,6 +703,39 @@ mod tests {
             vec![ResponseError::NotLeaderOrFollower.code()]
         );
         m.shutdown();
+    }
+
+    #[test]
+    fn shutdown_answers_what_waits_and_what_comes_later() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = manager();
+        let p = partition(dir.path(), "t", &m, Arc::new(MockClock::new(0)));
+        p.make_leader(0, vec![1, 2], vec![1, 2]);
+        let (fetched, waiting) = fetch(&m, &p, -1, 0, 1, 60_000);
+        waiting.try_recv().expect("the fetch waits");
+        let produced = produce(&m, &p, -1, 60_000);
+        let delayed = delay(&m, &p, 2, 60_000);
+        assert!(produced.try_recv().is_err() && delayed.try_recv().is_err());
+        m.shutdown();
+        // Answered by the shutdown itself, not by the 60 s timeouts.
+        assert_eq!(
+            fetched.try_recv().unwrap(),
+            vec![Read {
+                error_code: 0,
+                high_watermark: 0,
+                bytes: 0
+            }]
+        );
+        let not_leader = ResponseError::NotLeaderOrFollower.code();
+        let response = produced.try_recv().unwrap().unwrap();
+        assert_eq!(answers(response), vec![(0, not_leader, -1), (7, 3, -1)]);
+        assert_eq!(delayed.try_recv().unwrap(), vec![not_leader]);
+        assert_eq!((m.delayed_fetches(), m.delayed_produces()), (0, 0));
+        // A request handled while the broker winds down is not parked.
+        let (fetched, _) = fetch(&m, &p, -1, 0, 1, 60_000);
+        assert_eq!(fetched.try_recv().unwrap()[0].error_code, 0);
+        let response = produce(&m, &p, -1, 60_000).try_recv().unwrap().unwrap();
+        assert_eq!(answers(response)[0], (0, not_leader, -1));
     }
 
     #[test]

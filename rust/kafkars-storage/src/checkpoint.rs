@@ -61,7 +61,9 @@ fn tmp_path(path: &Path) -> PathBuf {
 }
 
 /// Reads a checkpoint: returns its entry lines, or `None` when the file does not exist.
-/// Wrong versions, counts that do not match and unreadable text are errors.
+/// An empty file, or one that ends after its version line, has no entries (as Kafka's
+/// CheckpointFile reads it: a crash can leave a file created but never written). Wrong
+/// versions, counts that do not match and unreadable text are errors.
 pub(crate) fn read_checkpoint(path: &Path) -> Result<Option<Vec<String>>> {
     let bytes = match fs::read(path) {
         Ok(b) => b,
@@ -74,15 +76,17 @@ pub(crate) fn read_checkpoint(path: &Path) -> Result<Option<Vec<String>>> {
     };
     let text = String::from_utf8(bytes).map_err(|_| malformed("not UTF-8 text".into()))?;
     let mut lines = text.lines();
-    let version = lines.next().ok_or_else(|| malformed("empty file".into()))?;
+    let Some(version) = lines.next() else {
+        return Ok(Some(Vec::new()));
+    };
     match version.trim().parse::<i32>() {
         Ok(CHECKPOINT_VERSION) => {}
         Ok(v) => return Err(malformed(format!("unsupported version {v}"))),
         Err(_) => return Err(malformed(format!("line 1: bad version {version:?}"))),
     }
-    let count = lines
-        .next()
-        .ok_or_else(|| malformed("missing entry count".into()))?;
+    let Some(count) = lines.next() else {
+        return Ok(Some(Vec::new()));
+    };
     let count: usize = count
         .trim()
         .parse()
@@ -125,7 +129,7 @@ impl OffsetCheckpointFile {
         write_checkpoint(&self.path, &lines)
     }
 
-    /// Reads the file; a missing file is an empty map.
+    /// Reads the file; a missing or empty file is an empty map.
     pub fn read(&self) -> Result<BTreeMap<TopicPartition, i64>> {
         let Some(lines) = read_checkpoint(&self.path)? else {
             return Ok(BTreeMap::new());

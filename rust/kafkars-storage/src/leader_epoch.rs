@@ -2,7 +2,6 @@
 //! leader epoch started at which offset, for OffsetForLeaderEpoch and truncation.
 
 use std::collections::BTreeMap;
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::checkpoint::{read_checkpoint, write_checkpoint};
@@ -38,9 +37,6 @@ impl LeaderEpochFileCache {
     pub fn load(dir: &Path) -> Result<Self> {
         let path = dir.join(LEADER_EPOCH_CHECKPOINT_FILE);
         let mut epochs = BTreeMap::new();
-        if fs::metadata(&path).is_ok_and(|m| m.len() == 0) {
-            return Ok(LeaderEpochFileCache { path, epochs });
-        }
         for (n, line) in read_checkpoint(&path)?
             .unwrap_or_default()
             .iter()

@@ -92,8 +92,13 @@ fn checkpoint_round_trip_and_malformed_input() {
         "0\n2\na.b_c-d 3 42\nx 0 0\n"
     );
     assert_eq!(f.read().unwrap(), m);
+    // Kafka's CheckpointFile reads a file that ends before its entry count as empty.
+    for empty in ["", "0\n", "0"] {
+        fs::write(f.path(), empty).unwrap();
+        assert!(f.read().unwrap().is_empty(), "{empty:?}");
+    }
     for bad in [
-        "",
+        "\n",
         "1\n0\n",
         "0\n2\nx 0 1\n",
         "0\n1\nx 0\n",
@@ -139,6 +144,25 @@ fn an_empty_leader_epoch_checkpoint_is_an_empty_cache() {
     let reloaded = LeaderEpochFileCache::load(d.path()).unwrap();
     assert_eq!(reloaded.epoch_entries(), cache.epoch_entries());
     assert_eq!(reloaded.latest_epoch(), Some(2));
+}
+
+#[test]
+fn empty_offset_checkpoints_are_read_as_empty() {
+    // A crash between creating a checkpoint file and writing it leaves it empty; Kafka
+    // reads that as no entries rather than failing the broker's start.
+    let d = tempfile::tempdir().unwrap();
+    for name in [
+        "recovery-point-offset-checkpoint",
+        "log-start-offset-checkpoint",
+        "replication-offset-checkpoint",
+        "cleaner-offset-checkpoint",
+    ] {
+        fs::write(d.path().join(name), "").unwrap();
+    }
+    let m = manager(&[d.path()], 1).unwrap();
+    m.load_logs(1, &|_| small_config()).unwrap();
+    assert!(m.read_high_watermarks().unwrap().is_empty());
+    assert!(m.cleaner_checkpoints().unwrap().is_empty());
 }
 
 fn fill(m: &LogManager, topics: &[&str]) {

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use common::*;
-use kafkars_storage::{Clock, Log, LogConfig, MockClock, TopicPartition};
+use kafkars_storage::log_manager::CLEAN_SHUTDOWN_FILE;
+use kafkars_storage::{Clock, Log, LogConfig, LogManager, MockClock, TopicPartition};
 
 const SEGMENT_BYTES: u32 = 64 * 1024;
 
@@ -159,4 +160,115 @@ fn truncation_of_a_preallocated_segment_ends_the_file_at_the_data() {
     log.append_as_leader(&batch(2, 20, 100), 0).unwrap();
     assert_eq!(len(&path), log.size_in_bytes());
     assert_eq!(log.log_end_offset(), 12);
+}
+
+#[test]
+fn a_dir_gone_offline_gets_no_clean_shutdown_marker_and_its_zero_tails_are_cut() {
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let paths: Vec<PathBuf> = dirs.iter().map(|d| d.path().to_path_buf()).collect();
+    let manager = || {
+        let clock: Arc<dyn Clock> = Arc::new(MockClock::new(0));
+        let m = LogManager::new(paths.clone(), 1, Some("c"), clock).unwrap();
+        m.load_logs(1, &|_| config()).unwrap();
+        m
+    };
+    let m = manager();
+    // Round robin: "a" and "c" in one dir, "b" in the other.
+    let logs: Vec<_> = ["a", "b", "c"]
+        .iter()
+        .map(|t| {
+            let log = m
+                .get_or_create_log(&TopicPartition::new(*t, 0), config())
+                .unwrap();
+            for i in 0..10 {
+                log.append_as_leader(&batch(3, i, 200), 0).unwrap();
+            }
+            log
+        })
+        .collect();
+    let (a, b, c) = (&logs[0], &logs[1], &logs[2]);
+    assert_eq!(a.dir().parent(), c.dir().parent());
+    let expected = read_offsets(c);
+    let data = c.size_in_bytes();
+    let c_segment = log_files(&c.dir()).pop().unwrap();
+    // "a"'s directory disappears: its roll fails and takes the whole dir offline, "c"'s
+    // preallocated segment with it, untrimmed.
+    fs::remove_dir_all(a.dir()).unwrap();
+    a.roll().unwrap_err();
+    let offline = a.dir().parent().unwrap().to_path_buf();
+    assert_eq!(m.offline_log_dirs(), vec![offline.clone()]);
+    let online = b.dir().parent().unwrap().to_path_buf();
+    let b_segment = log_files(&b.dir()).pop().unwrap();
+    let b_data = b.size_in_bytes();
+    m.shutdown().unwrap();
+    drop((logs, m));
+    assert!(online.join(CLEAN_SHUTDOWN_FILE).exists());
+    assert_eq!(len(&b_segment), b_data, "closed and trimmed");
+    assert!(!offline.join(CLEAN_SHUTDOWN_FILE).exists());
+    assert_eq!(len(&c_segment), u64::from(SEGMENT_BYTES), "never closed");
+
+    // The next start recovers the dir that went offline: the zero tail is cut, not read.
+    let m = manager();
+    let c = m.get_log(&TopicPartition::new("c", 0)).unwrap();
+    assert_eq!(len(&c_segment), data);
+    assert_eq!(c.log_end_offset(), 30);
+    assert_eq!(read_offsets(&c), expected);
+    assert_eq!(
+        c.append_as_leader(&batch(1, 50, 10), 0)
+            .unwrap()
+            .first_offset,
+        30
+    );
+    assert_eq!(
+        m.get_log(&TopicPartition::new("b", 0))
+            .unwrap()
+            .log_end_offset(),
+        30
+    );
+}
+
+#[test]
+fn a_clean_shutdown_marker_does_not_make_an_untrimmed_zero_tail_data() {
+    // However a marker came to sit beside a preallocated segment that was never trimmed
+    // (a crash after it was written, a copied dir), loading checks the active segment's
+    // tail: the zeros are cut off, not read as records or refused as corrupt.
+    let dir = tempfile::tempdir().unwrap();
+    let paths = vec![dir.path().to_path_buf()];
+    let manager = || {
+        let clock: Arc<dyn Clock> = Arc::new(MockClock::new(0));
+        let m = LogManager::new(paths.clone(), 1, Some("c"), clock).unwrap();
+        let report = m.load_logs(1, &|_| config()).unwrap();
+        (m, report)
+    };
+    let (m, _) = manager();
+    let tp = TopicPartition::new("t", 0);
+    let log = m.get_or_create_log(&tp, config()).unwrap();
+    for i in 0..10 {
+        log.append_as_leader(&batch(3, i, 200), 0).unwrap();
+    }
+    log.flush(log.log_end_offset()).unwrap();
+    m.checkpoint_recovery_points().unwrap();
+    let expected = read_offsets(&log);
+    let data = log.size_in_bytes();
+    let segment = log_files(&log.dir()).pop().unwrap();
+    drop((log, m));
+    assert_eq!(len(&segment), u64::from(SEGMENT_BYTES));
+    fs::File::create(dir.path().join(CLEAN_SHUTDOWN_FILE)).unwrap();
+
+    let (m, report) = manager();
+    assert_eq!(
+        report.skipped,
+        vec![tp.clone()],
+        "loaded as after a clean shutdown"
+    );
+    let log = m.get_log(&tp).unwrap();
+    assert_eq!(len(&segment), data);
+    assert_eq!(log.log_end_offset(), 30);
+    assert_eq!(read_offsets(&log), expected);
+    assert_eq!(
+        log.append_as_leader(&batch(1, 50, 10), 0)
+            .unwrap()
+            .first_offset,
+        30
+    );
 }

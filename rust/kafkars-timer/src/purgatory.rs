@@ -7,8 +7,8 @@
 //! [`DelayedOperationPurgatory::check_and_complete`]. If nothing completes it
 //! in time the timer expires it.
 
-use std::collections::HashMap;
 use std::collections::hash_map::{DefaultHasher, Entry};
+use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -188,6 +188,9 @@ pub struct DelayedOperationPurgatory<K, Op: DelayedOperation> {
     /// the timer size to estimate completed-but-still-watched entries.
     estimated_total: AtomicUsize,
     purge_interval: usize,
+    /// Set by [`shutdown_and_complete_all`](DelayedOperationPurgatory::shutdown_and_complete_all):
+    /// operations added afterwards complete at once, as no timer will expire them.
+    completing_all: AtomicBool,
 }
 
 impl<K, Op> DelayedOperationPurgatory<K, Op>
@@ -215,6 +218,7 @@ where
             timer,
             estimated_total: AtomicUsize::new(0),
             purge_interval,
+            completing_all: AtomicBool::new(false),
         }
     }
 
@@ -240,6 +244,10 @@ where
     /// If `keys` is empty.
     pub fn try_complete_else_watch(&self, op: &Arc<Op>, keys: &[K]) -> bool {
         assert!(!keys.is_empty(), "the watch key list can't be empty");
+        if self.completing_all.load(Ordering::SeqCst) {
+            let _guard = lock(&op.state().lock);
+            return op.try_complete() || op.force_complete();
+        }
         {
             let _guard = lock(&op.state().lock);
             if op.try_complete() {
@@ -267,6 +275,11 @@ where
             if op.is_completed() {
                 op.state().cancel_timeout();
             }
+        }
+        // Watched after `shutdown_and_complete_all` swept the lists: it set the flag
+        // before sweeping, so either the sweep found the operation or this sees the flag.
+        if self.completing_all.load(Ordering::SeqCst) {
+            return op.force_complete();
         }
         self.maybe_purge();
         false
@@ -366,6 +379,30 @@ where
     /// expired. Idempotent; also done on drop.
     pub fn shutdown(&self) {
         self.timer.shutdown();
+    }
+
+    /// Completes every operation still waiting, and from now on any added, with
+    /// [`force_complete`](DelayedOperation::force_complete) (`on_complete` without
+    /// `on_expiration`), then stops the expiration thread. For a broker shutting down:
+    /// a client waiting on a fetch or an acks=all produce is answered now instead of
+    /// when its own timeout gives up on a broker that never answers. Returns how many
+    /// this call completed. Idempotent.
+    pub fn shutdown_and_complete_all(&self) -> usize {
+        self.completing_all.store(true, Ordering::SeqCst);
+        let mut seen = HashSet::new();
+        let mut waiting = Vec::new();
+        for shard in &self.shards {
+            let watchers = std::mem::take(&mut *lock(shard));
+            for op in watchers.into_values().flatten() {
+                // Watched under several keys, it is listed once per key.
+                if seen.insert(Arc::as_ptr(&op)) {
+                    waiting.push(op);
+                }
+            }
+        }
+        let completed = waiting.iter().filter(|op| op.force_complete()).count();
+        self.shutdown();
+        completed
     }
 }
 

@@ -364,3 +364,29 @@ fn on_complete_may_check_its_own_key_when_completed_by_an_event() {
     *op.purgatory.lock().unwrap() = None;
     purgatory.shutdown();
 }
+
+#[test]
+fn shutdown_and_complete_all_completes_what_waits_and_what_comes_later() {
+    let purgatory = Purgatory::new("test", 1000);
+    let two_keys = MockOp::new(60_000);
+    let one_key = MockOp::new(60_000);
+    let done = MockOp::new(60_000);
+    assert!(!purgatory.try_complete_else_watch(&two_keys, &keys(&["a", "b"])));
+    assert!(!purgatory.try_complete_else_watch(&one_key, &keys(&["b"])));
+    assert!(!purgatory.try_complete_else_watch(&done, &keys(&["c"])));
+    done.ready.store(true, Ordering::SeqCst);
+    assert_eq!(purgatory.check_and_complete(&"c".to_owned()), 1);
+
+    // Each waiting operation once, however many keys it is watched under; without
+    // `on_expiration`: they did not time out.
+    assert_eq!(purgatory.shutdown_and_complete_all(), 2);
+    for op in [&two_keys, &one_key, &done] {
+        assert_eq!((op.completions(), op.expirations()), (1, 0));
+    }
+    assert_eq!((purgatory.watched(), purgatory.num_delayed()), (0, 0));
+    // No timer will expire an operation added now: it completes at once.
+    let late = MockOp::new(60_000);
+    assert!(purgatory.try_complete_else_watch(&late, &keys(&["a"])));
+    assert_eq!((late.completions(), late.expirations()), (1, 0));
+    assert_eq!(purgatory.shutdown_and_complete_all(), 0, "idempotent");
+}
