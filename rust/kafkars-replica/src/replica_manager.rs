@@ -708,7 +708,7 @@ mod tests {
     #[test]
     fn shutdown_answers_what_waits_and_what_comes_later() {
         let dir = tempfile::tempdir().unwrap();
-        let m = manager();
+        let m = manager(dir.path());
         let p = partition(dir.path(), "t", &m, Arc::new(MockClock::new(0)));
         p.make_leader(0, vec![1, 2], vec![1, 2]);
         let (fetched, waiting) = fetch(&m, &p, -1, 0, 1, 60_000);
