@@ -624,7 +624,7 @@ mod tests {
     }
 
     #[test]
-    fn an_isr_shrunk_below_min_insync_replicas_fails_the_append() {
+    fn an_isr_shrunk_below_min_insync_replicas_holds_the_acks_all_wait() {
         let dir = tempfile::tempdir().unwrap();
         let clock = Arc::new(MockClock::new(0));
         let m = manager();
@@ -632,11 +632,26 @@ mod tests {
         p.set_min_insync_replicas(2);
         p.make_leader(0, vec![1, 2], vec![1, 2]);
         let info = p.append_records_to_leader(&batch(1), -1).unwrap();
-        let rx = delay(&m, &p, info.last_offset + 1, 60_000);
-        // The follower stops fetching and leaves the ISR: the high watermark reaches
-        // the append with the leader alone, short of min.insync.replicas.
+        let rx = delay(&m, &p, info.last_offset + 1, 200);
+        // The follower stops fetching and leaves the ISR: as in Kafka 3.9 the high
+        // watermark stays short of the append, under min.insync.replicas, so the wait
+        // ends in a timeout (the producer's retry then gets NOT_ENOUGH_REPLICAS).
         clock.advance(30_001);
         assert_eq!(p.maybe_shrink_isr(30_000), Some(vec![1]));
+        assert_eq!(
+            rx.recv_timeout(WAIT).unwrap(),
+            vec![ResponseError::RequestTimedOut.code()]
+        );
+        assert_eq!(p.high_watermark(), 0);
+        // An append the high watermark reached before the ISR shrank: done, but with
+        // fewer in-sync replicas than asked (Kafka's NOT_ENOUGH_REPLICAS_AFTER_APPEND).
+        p.make_leader(1, vec![1, 2], vec![1, 2]);
+        let info = p.append_records_to_leader(&batch(1), -1).unwrap();
+        p.update_follower_fetch_state(2, info.last_offset + 1)
+            .unwrap();
+        clock.advance(30_001);
+        assert_eq!(p.maybe_shrink_isr(30_000), Some(vec![1]));
+        let rx = delay(&m, &p, info.last_offset + 1, 60_000);
         assert_eq!(
             rx.recv_timeout(WAIT).unwrap(),
             vec![ResponseError::NotEnoughReplicasAfterAppend.code()]
