@@ -407,6 +407,39 @@ mod tests {
     }
 
     #[test]
+    fn a_follower_fetch_of_another_leader_epoch_is_fenced() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = manager();
+        let p = partition(dir.path(), "t", &m, Arc::new(MockClock::new(0)));
+        p.make_leader(3, vec![1, 2], vec![1, 2]);
+        p.append_records_to_leader(&batch(2), 1).unwrap();
+        let follower = |current_leader_epoch: i32| {
+            let topics = vec![FetchTopic {
+                name: "t".into(),
+                topic_id: Uuid::nil(),
+                partitions: vec![
+                    FetchPartition::new(0, Ok(Arc::clone(&p)), 0, 1 << 20, -1)
+                        .with_current_leader_epoch(current_leader_epoch),
+                ],
+            }];
+            let (tx, rx) = mpsc::channel();
+            let (wtx, _wrx) = mpsc::channel();
+            let spec = FetchSpec::new(12, 2, 1, 1 << 20, 0, topics);
+            m.fetch_messages(spec, 0, Box::new(SendFetch(tx, wtx)));
+            rx.recv_timeout(WAIT).unwrap()[0].error_code
+        };
+        // KIP-320: a follower of an older epoch waits for its LeaderAndIsr; one of a
+        // newer epoch knows of a leader change this broker has not seen yet.
+        assert_eq!(follower(2), ResponseError::FencedLeaderEpoch.code());
+        assert_eq!(follower(4), ResponseError::UnknownLeaderEpoch.code());
+        // A fenced fetch records no position.
+        assert_eq!(p.replica_state(2).map(|r| r.log_end_offset), Some(-1));
+        assert_eq!(follower(3), 0);
+        assert_eq!(follower(-1), 0, "no epoch: not checked");
+        m.shutdown();
+    }
+
+    #[test]
     fn a_follower_fetch_reads_to_the_log_end_and_records_the_isr_expansion() {
         let dir = tempfile::tempdir().unwrap();
         let m = manager();
