@@ -120,8 +120,9 @@ def controlled_shutdown_across_kinds(cluster: MixedCluster) -> None:
     leadership to the controller while the broker is still registered."""
     controller = cluster.controller()
     other = next(b for b in cluster.running() if b != controller)
-    # min.insync.replicas=1: Kafka 3.9 does not move a high watermark on while the ISR is
-    # under it, and the controller alone is the ISR once the other broker is gone.
+    # min.insync.replicas=1: a leader of either kind does not move its high watermark on
+    # while the ISR is under it (Kafka 3.9's rule), and the controller alone is the ISR
+    # once the other broker is gone, with a watermark that may lag the old leader's.
     topic = create_topic(cluster, controller, [[other, controller]], min_insync=1)
     acked = produce(cluster, topic, 1)
     assert cluster.zk_client is not None

@@ -168,25 +168,72 @@ def test_controller_moves_between_kinds(pair: MixedCluster) -> None:
         check_round_trip(pair, victim)
 
 
+HELD_RECORDS = 50
+
+
+def high_watermarks(cluster: MixedCluster, topic: str) -> list[int]:
+    """Each partition's high watermark, from its leader (ListOffsets)."""
+    c = Consumer(quiet({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "unused"}))
+    try:
+        return [
+            c.get_watermark_offsets(TopicPartition(topic, p), timeout=10, cached=False)[1]
+            for p in range(len(metadata(cluster, cluster.running()[0], topic).partitions))
+        ]
+    finally:
+        c.close()
+
+
+def assert_high_watermark_held(cluster: MixedCluster, topic: str) -> None:
+    """Leaders whose ISR is under min.insync.replicas take acks=1 records but, as Kafka
+    3.9 does (its Partition.maybeIncrementLeaderHW), do not move the high watermark: a
+    consumer sees none of them while the followers in the ISR already have them."""
+    before = high_watermarks(cluster, topic)
+    p = Producer(quiet({"bootstrap.servers": cluster.bootstrap_servers, "acks": "1"}))
+    for partition in range(len(before)):
+        for i in range(HELD_RECORDS):
+            p.produce(topic, b"held-%d" % i, partition=partition)
+    assert p.flush(30) == 0
+    # The followers in the ISR fetch within their fetch wait (500 ms): a leader that
+    # counted them would have moved the watermark by then.
+    for _ in range(10):
+        time.sleep(0.2)
+        assert high_watermarks(cluster, topic) == before
+
+
 def test_kafka_leader_under_a_kafkars_controller(trio: MixedCluster) -> None:
     """A Kafka leader changes its ISR through AlterPartition to the kafkars controller: a
     kafkars follower killed leaves the ISR (the controller's LeaderAndIsr to the Kafka
     leader), started again it catches up and the Kafka leader's AlterPartition puts it
-    back. A Kafka broker asks the kafkars controller for producer ids
+    back. Meanwhile a Kafka and a kafkars leader under min.insync.replicas hold their
+    high watermarks alike. A Kafka broker asks the kafkars controller for producer ids
     (AllocateProducerIds) when an idempotent producer starts on it."""
     k, controller, follower = trio.kafka_ids[0], trio.our_ids[0], trio.our_ids[1]
     assert trio.controller() == controller
     topic = create_topic(trio, k, [[k, follower, controller]])
+    # min.insync.replicas=3: the follower's death leaves each leader, Kafka's (0) and
+    # kafkars' (1), under it.
+    held = create_topic(trio, k, [[k, follower, controller], [controller, follower, k]], 3)
     produce(trio, topic, 1)
+    produce(trio, held, 2)
     trio.kill(follower)
     wait_for(lambda: isr(trio, k, topic, 0) == sorted([k, controller]), 30, "the ISR shrunk")
+    for p in (0, 1):
+        wait_for(lambda p=p: isr(trio, k, held, p) == sorted([k, controller]), 30, f"{held}-{p}")
     produce(trio, topic, 1)
+    assert_high_watermark_held(trio, held)
     trio.start_broker(follower)
     everyone = sorted([k, follower, controller])
     for broker_id in trio.running():
         wait_for(
             lambda b=broker_id: isr(trio, b, topic, 0) == everyone, 60, f"a full ISR at {broker_id}"
         )
+        for p in (0, 1):
+            wait_for(lambda b=broker_id, p=p: isr(trio, b, held, p) == everyone, 60, f"{held}-{p}")
+    wait_for(
+        lambda: high_watermarks(trio, held) == [RECORDS + HELD_RECORDS] * 2,
+        30,
+        f"the high watermarks of {held} past the acks=1 records",
+    )
     assert trio.controller() == controller
     values = consume(trio.bootstrap(follower), topic, 1, 2 * RECORDS)
     assert len(values) == 2 * RECORDS

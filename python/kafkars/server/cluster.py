@@ -149,6 +149,19 @@ class ClusterMember:
             for p in topic_state["partition_states"]:
                 index = p["partition_index"]
                 code = 0
+                log.info(
+                    "[Broker id=%s] LeaderAndIsr from controller %s epoch %s: %s-%s leader %s "
+                    "leader epoch %s ISR %s partition epoch %s",
+                    self.broker_id,
+                    body["controller_id"],
+                    epoch,
+                    name,
+                    index,
+                    p["leader"],
+                    p["leader_epoch"],
+                    p["isr"],
+                    p["partition_epoch"],
+                )
                 try:
                     if p["leader"] == self.broker_id:
                         self.replica_manager.become_leader(
@@ -331,7 +344,15 @@ class ClusterMember:
         with self._lock:
             if (topic, index) in self._zk_versions:
                 self._zk_versions[(topic, index)] = (written.zk_version, controller_epoch)
-        log.info("[Broker id=%s] ISR of %s-%s is now %s", self.broker_id, topic, index, isr)
+        log.info(
+            "[Broker id=%s] ISR of %s-%s is now %s (leader epoch %s, zk version %s)",
+            self.broker_id,
+            topic,
+            index,
+            isr,
+            leader_epoch,
+            written.zk_version,
+        )
         return True
 
 

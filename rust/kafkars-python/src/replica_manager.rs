@@ -337,7 +337,7 @@ impl PyReplicaManager {
     /// passes. `topics`: `[(name, topic_id, [(partition_index, Partition | None,
     /// error_code, fetch_offset, partition_max_bytes, preferred_read_replica,
     /// current_leader_epoch, last_fetched_epoch)])]` in request order (the epochs -1 when
-    /// the request has none; a follower's last fetched epoch gets the diverging epoch);
+    /// the request has none; a follower's are checked, KIP-320 and the diverging epoch);
     /// a partition without a handle is answered with its error code, one with a
     /// preferred read replica (>= 0) with no records and that replica (KIP-392).
     /// `isolation_level`: 0
@@ -374,8 +374,7 @@ impl PyReplicaManager {
                                 fetch_offset,
                                 max_bytes,
                                 preferred,
-                                // Not checked yet: see FetchPartition::last_fetched_epoch.
-                                _current_leader_epoch,
+                                current_leader_epoch,
                                 last_fetched_epoch,
                             )| {
                                 let target = handle.map(|h| Arc::clone(&h.get().inner)).ok_or(code);
@@ -386,6 +385,7 @@ impl PyReplicaManager {
                                     max_bytes,
                                     preferred,
                                 )
+                                .with_current_leader_epoch(current_leader_epoch)
                                 .with_last_fetched_epoch(last_fetched_epoch)
                             },
                         )

@@ -29,11 +29,12 @@ pub struct FetchPartition {
     max_bytes: i32,
     /// The replica this leader tells the consumer to fetch from instead (KIP-392), or -1.
     preferred_read_replica: i32,
+    /// The leader epoch a follower believes current (KIP-320), or -1 for no check: an
+    /// older one is fenced (FENCED_LEADER_EPOCH), a newer one is not known here yet
+    /// (UNKNOWN_LEADER_EPOCH).
+    current_leader_epoch: i32,
     /// The epoch of the last batch a follower has (Fetch v12+), or -1: a leader whose
-    /// log disagrees answers with where that epoch ends here (the diverging epoch). The
-    /// follower's current leader epoch is not checked yet: in a mixed cluster a restarted
-    /// Kafka follower can be sent an older epoch than its kafkars leader has, and fencing
-    /// it leaves it waiting for a LeaderAndIsr that does not come.
+    /// log disagrees answers with where that epoch ends here (the diverging epoch).
     last_fetched_epoch: i32,
     /// Where the first read started, for counting new bytes without I/O.
     start: Mutex<Option<LogOffsetMetadata>>,
@@ -56,9 +57,16 @@ impl FetchPartition {
             fetch_offset,
             max_bytes,
             preferred_read_replica,
+            current_leader_epoch: -1,
             last_fetched_epoch: -1,
             start: Mutex::new(None),
         }
+    }
+
+    /// A follower's fetch that says which leader epoch it follows.
+    pub fn with_current_leader_epoch(mut self, current_leader_epoch: i32) -> Self {
+        self.current_leader_epoch = current_leader_epoch;
+        self
     }
 
     /// A follower's fetch that says the epoch of its last batch.
@@ -207,6 +215,22 @@ impl FetchSpec {
                 slice: None,
             }
         };
+        if self.replica_id >= 0 && p.current_leader_epoch >= 0 {
+            // Kafka's Partition.fetchRecords: a follower of an older leader epoch waits
+            // for its LeaderAndIsr; one of a newer epoch is ahead of this leader's.
+            let epoch = partition.leader_epoch();
+            let fenced = match p.current_leader_epoch.cmp(&epoch) {
+                std::cmp::Ordering::Less => Some(ResponseError::FencedLeaderEpoch),
+                std::cmp::Ordering::Greater => Some(ResponseError::UnknownLeaderEpoch),
+                std::cmp::Ordering::Equal => None,
+            };
+            if let Some(error) = fenced {
+                return PartitionRead {
+                    data: error_data(p.index, error.code(), -1, -1).with_aborted_transactions(None),
+                    slice: None,
+                };
+            }
+        }
         if self.replica_id >= 0 && p.last_fetched_epoch >= 0 {
             // A follower's fetch (Kafka's Partition.fetchRecords): its log must agree
             // with ours up to the fetch offset, else it is told where its last epoch ends

@@ -488,6 +488,39 @@ mod tests {
     }
 
     #[test]
+    fn a_follower_fetch_of_another_leader_epoch_is_fenced() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = manager(dir.path());
+        let p = partition(dir.path(), "t", &m, Arc::new(MockClock::new(0)));
+        p.make_leader(3, vec![1, 2], vec![1, 2]);
+        p.append_records_to_leader(&batch(2), 1).unwrap();
+        let follower = |current_leader_epoch: i32| {
+            let topics = vec![FetchTopic {
+                name: "t".into(),
+                topic_id: Uuid::nil(),
+                partitions: vec![
+                    FetchPartition::new(0, Ok(Arc::clone(&p)), 0, 1 << 20, -1)
+                        .with_current_leader_epoch(current_leader_epoch),
+                ],
+            }];
+            let (tx, rx) = mpsc::channel();
+            let (wtx, _wrx) = mpsc::channel();
+            let spec = FetchSpec::new(12, 2, 1, 1 << 20, 0, topics);
+            m.fetch_messages(spec, 0, Box::new(SendFetch(tx, wtx)));
+            rx.recv_timeout(WAIT).unwrap()[0].error_code
+        };
+        // KIP-320: a follower of an older epoch waits for its LeaderAndIsr; one of a
+        // newer epoch knows of a leader change this broker has not seen yet.
+        assert_eq!(follower(2), ResponseError::FencedLeaderEpoch.code());
+        assert_eq!(follower(4), ResponseError::UnknownLeaderEpoch.code());
+        // A fenced fetch records no position.
+        assert_eq!(p.replica_state(2).map(|r| r.log_end_offset), Some(-1));
+        assert_eq!(follower(3), 0);
+        assert_eq!(follower(-1), 0, "no epoch: not checked");
+        m.shutdown();
+    }
+
+    #[test]
     fn a_follower_fetch_reads_to_the_log_end_and_records_the_isr_expansion() {
         let dir = tempfile::tempdir().unwrap();
         let m = manager(dir.path());
@@ -739,7 +772,7 @@ mod tests {
     }
 
     #[test]
-    fn an_isr_shrunk_below_min_insync_replicas_fails_the_append() {
+    fn an_isr_shrunk_below_min_insync_replicas_holds_the_acks_all_wait() {
         let dir = tempfile::tempdir().unwrap();
         let clock = Arc::new(MockClock::new(0));
         let m = manager(dir.path());
@@ -747,11 +780,26 @@ mod tests {
         p.set_min_insync_replicas(2);
         p.make_leader(0, vec![1, 2], vec![1, 2]);
         let info = p.append_records_to_leader(&batch(1), -1).unwrap();
-        let rx = delay(&m, &p, info.last_offset + 1, 60_000);
-        // The follower stops fetching and leaves the ISR: the high watermark reaches
-        // the append with the leader alone, short of min.insync.replicas.
+        let rx = delay(&m, &p, info.last_offset + 1, 200);
+        // The follower stops fetching and leaves the ISR: as in Kafka 3.9 the high
+        // watermark stays short of the append, under min.insync.replicas, so the wait
+        // ends in a timeout (the producer's retry then gets NOT_ENOUGH_REPLICAS).
         clock.advance(30_001);
         assert_eq!(p.maybe_shrink_isr(30_000), Some(vec![1]));
+        assert_eq!(
+            rx.recv_timeout(WAIT).unwrap(),
+            vec![ResponseError::RequestTimedOut.code()]
+        );
+        assert_eq!(p.high_watermark(), 0);
+        // An append the high watermark reached before the ISR shrank: done, but with
+        // fewer in-sync replicas than asked (Kafka's NOT_ENOUGH_REPLICAS_AFTER_APPEND).
+        p.make_leader(1, vec![1, 2], vec![1, 2]);
+        let info = p.append_records_to_leader(&batch(1), -1).unwrap();
+        p.update_follower_fetch_state(2, info.last_offset + 1)
+            .unwrap();
+        clock.advance(30_001);
+        assert_eq!(p.maybe_shrink_isr(30_000), Some(vec![1]));
+        let rx = delay(&m, &p, info.last_offset + 1, 60_000);
         assert_eq!(
             rx.recv_timeout(WAIT).unwrap(),
             vec![ResponseError::NotEnoughReplicasAfterAppend.code()]

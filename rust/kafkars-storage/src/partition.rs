@@ -427,9 +427,25 @@ impl Partition {
         moved
     }
 
+    /// Whether this leader's ISR is smaller than `min.insync.replicas`, capped at the
+    /// replica count as Kafka's effectiveMinIsr does (a min.insync.replicas above the
+    /// replication factor would otherwise hold the high watermark for good).
+    fn is_under_min_isr(&self, st: &PartitionState) -> bool {
+        let min_isr = self.min_insync_replicas.load(Ordering::Acquire);
+        let effective = min_isr.min(st.replicas.len() as i32);
+        st.leader_id == self.local_broker_id && (st.isr.len() as i32) < effective
+    }
+
     fn maybe_increment_high_watermark_quietly(&self) -> bool {
         let st = self.read_state();
         if st.leader_id != self.local_broker_id {
+            return false;
+        }
+        // Kafka (3.7 on, KAFKA-15583) holds the high watermark while the ISR is under
+        // min.insync.replicas, whatever the acks: records written with acks=0 or 1 then
+        // stay invisible until enough replicas have them, so a leader that alone took
+        // writes cannot have them read and then lose them.
+        if self.is_under_min_isr(&st) {
             return false;
         }
         let mut new_hw = self.log.log_end_offset();
@@ -752,6 +768,46 @@ mod tests {
         assert_eq!(p.check_enough_replicas_reach_offset(6), Some(0));
         p.make_follower(3, 2, vec![1, 2, 3], vec![3]);
         assert_eq!(p.check_enough_replicas_reach_offset(6), Some(6));
+    }
+
+    #[test]
+    fn the_high_watermark_holds_while_the_isr_is_under_min_isr() {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = Arc::new(MockClock::new(0));
+        let (p, _) = partition(dir.path(), clock.clone());
+        p.set_min_insync_replicas(2);
+        p.make_leader(1, vec![1, 2], vec![1, 2]);
+        p.append_records_to_leader(&batch(2), -1).unwrap();
+        p.update_follower_fetch_state(2, 2).unwrap();
+        assert_eq!(p.high_watermark(), 2);
+        // Replica 2 falls behind and leaves: the leader alone is under min.insync.replicas.
+        p.append_records_to_leader(&batch(1), 1).unwrap();
+        clock.advance(30_001);
+        assert_eq!(p.maybe_shrink_isr(30_000), Some(vec![1]));
+        assert_eq!(p.high_watermark(), 2, "the shrink does not move it");
+        p.append_records_to_leader(&batch(2), 1).unwrap();
+        p.append_records_to_leader(&batch(1), 0).unwrap();
+        assert_eq!(
+            p.high_watermark(),
+            2,
+            "acks=1 and acks=0 appends do not move it"
+        );
+        // Replica 2 catches up to the high watermark and rejoins: the watermark moves to
+        // what both have.
+        assert_eq!(
+            p.update_follower_fetch_state(2, 4).unwrap(),
+            Some(vec![1, 2])
+        );
+        assert_eq!(p.high_watermark(), 4);
+        // A min.insync.replicas above the replica count counts as the replica count.
+        p.set_min_insync_replicas(3);
+        p.update_follower_fetch_state(2, 6).unwrap();
+        assert_eq!(p.high_watermark(), 6);
+        // A new leader alone under min.insync.replicas keeps its high watermark.
+        p.set_min_insync_replicas(2);
+        p.make_leader(2, vec![1, 2], vec![1]);
+        p.append_records_to_leader(&batch(1), 1).unwrap();
+        assert_eq!(p.high_watermark(), 6);
     }
 
     #[test]
