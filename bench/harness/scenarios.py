@@ -572,6 +572,8 @@ class Bench:
                 f"{rate:,.0f} records/s offered; the client or this machine's CPUs kept it lower"
             )
         row["cdf"] = lat.cdf()
+        if isinstance(lat, Measured):
+            row["max_per_100ms"] = lat.out.get("max_per_100ms")
         st.results.setdefault("latency", []).append(row)
 
     # --- 1,000 partitions and 1,000 connections ------------------------------------------------
