@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.harness import cost, pyclients, rdkafka, report, scenarios, targets
-from bench.harness.clients import Client
+from bench.harness.clients import Client, ClientError
+from bench.harness.e2e import E2eLatency
 from bench.harness.progress import Progress
 from bench.harness.targets import Target, UsageError
 from kafkars.testing.reference_kafka import ReferenceKafka
@@ -79,6 +80,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="megabytes each produce run writes (default 1,500, 300 with --quick); the "
         "lag and cluster topics are at most twice this. For a machine short of disk: the "
         "acks=1 topics of every target are kept until the consume steps",
+    )
+    ap.add_argument(
+        "--rdkafka-latency",
+        action="store_true",
+        help="latency levels with the throughput client's latency mode (rdkafka_performance "
+        "-l, linger.ms=1) instead of the e2e_latency client (rust/kafkars-client/examples)",
     )
     ap.add_argument("--out", type=Path, default=RESULTS, help="results directory (bench/results)")
     return ap.parse_args(argv)
@@ -233,7 +240,14 @@ def main(argv: list[str] | None = None) -> int:
     cfg = scenarios.settings(args.quick, groups, startup_partitions)
     if args.mb_per_run:
         cfg.scale_to(args.mb_per_run * 1_000_000)
-    bench = scenarios.Bench(cfg, client, measured, results, Progress)
+    latency_client = None
+    if "latency" in groups and not args.rdkafka_latency:
+        try:
+            latency_client = E2eLatency.build()
+        except ClientError as e:
+            print(f"bench.harness: {e}; latency with {client.name} instead", file=sys.stderr)
+    results["meta"]["latency_client"] = (latency_client or client).name
+    bench = scenarios.Bench(cfg, client, measured, results, Progress, latency_client)
     began = time.monotonic()
     try:
         bench.run()

@@ -131,7 +131,9 @@ def table(results: dict[str, Any]) -> str:
         out += [
             "",
             "end-to-end latency, ms: 100 B records, acks=1, 1 partition; load = share of the "
-            "maximum produce rate, linger.ms=1 (unbatched: linger.ms=0)",
+            "maximum produce rate (Apache Kafka's when measured); client: "
+            f"{results['meta'].get('latency_client', 'the throughput client, linger.ms=1')} "
+            "(unbatched: the throughput client, linger.ms=0)",
             f"{'load':<20}{'target':<14}{'offered/s':>11}{'achieved/s':>12}"
             f"{'p50':>8}{'p99':>8}{'p99.9':>8}{'max':>9}",
         ]
@@ -246,7 +248,7 @@ def _versus_rows(ours: dict[str, Any], theirs: dict[str, Any]) -> list[tuple[str
             ratio(f"{key} {row['case']}, MB/s", case(key, row["case"], "MBps"))
     ratio("lag consume, MB/s", lambda t: t["lag"]["consume"]["MBps"])
     for row in ours.get("latency", []):
-        for q in ("p99", "p99.9", "max"):
+        for q in ("p50", "p99", "p99.9", "max"):
             ratio(f"latency {row['level']}: {q}", case("latency", row["level"], q))
     ratio("RSS idle", lambda t: t["rss_idle_MiB"])
     ratio("RSS peak", lambda t: t["rss_peak_MiB"])

@@ -24,11 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from bench.harness import cluster, cost, limits, targets, wire
-from bench.harness.clients import Client, Run
+from bench.harness.clients import Client, Latency, Run
+from bench.harness.e2e import E2eLatency, Measured
 from bench.harness.nullsink import NullSink, RecordSource
 from bench.harness.progress import Progress
 from bench.harness.targets import Target
 from kafkars.broker import Broker
+from kafkars.testing.reference_kafka import ReferenceKafka
 
 GROUPS = (
     "limits",
@@ -167,9 +169,11 @@ class Bench:
         targets_: list[Target],
         results: dict[str, Any],
         progress_total: Callable[[int], Progress],
+        latency_client: E2eLatency | None = None,
     ) -> None:
         self.cfg = cfg
         self.client = client
+        self.latency_client = latency_client
         self.results = results
         self.run_id = uuid.uuid4().hex[:6]
         self.states = [State(t, results["targets"].setdefault(t.name, {})) for t in targets_]
@@ -498,15 +502,37 @@ class Bench:
             targets.delete_topics(st.target.bootstrap, [topic])
         st.results["latency_max_records_per_s"] = st.max_rate
 
+    def _reference_max(self, st: State) -> float | None:
+        """The maximum the load levels are shares of: Apache Kafka's when the run measures
+        it (every broker then gets the same offered rates), else the target's own."""
+        for other in self.states:
+            if isinstance(other.target.own, ReferenceKafka) and other.max_rate:
+                return other.max_rate
+        return st.max_rate
+
     def latency(self, st: State, load: float | None) -> None:
-        """At `load` × the maximum rate with a 1 ms linger, or (load None) unbatched: a
-        fixed rate with linger.ms=0, where every record is a request of its own."""
+        """At `load` × the maximum rate, or (load None) unbatched: a fixed rate with
+        linger.ms=0, where every record is a request of its own. The load levels use the
+        e2e_latency client when it builds, else the throughput client with a 1 ms linger."""
+        base = self._reference_max(st)
         if load is None:
             wanted, linger, level = float(UNBATCHED_RATE), 0, f"{UNBATCHED_RATE:,}/s unbatched"
-        elif not st.max_rate:
+        elif not base:
             raise RuntimeError("no maximum produce rate to take a share of")
         else:
-            wanted, linger, level = load * st.max_rate, LATENCY_LINGER_MS, f"{load:.0%}"
+            wanted, linger, level = load * base, LATENCY_LINGER_MS, f"{load:.0%}"
+        topic = self._topic(st, f"latency-{int(load * 100) if load else 'unbatched'}", 1)
+        if load is not None and self.latency_client is not None:
+            measured = self.latency_client.latency(
+                st.target.bootstrap,
+                topic,
+                rate=wanted,
+                seconds=self.cfg.latency_seconds,
+                size=BASELINE.size,
+            )
+            self._latency_row(st, level, load, None, wanted, wanted, measured)
+            targets.delete_topics(st.target.bootstrap, [topic])
+            return
         rate = wanted
         cap = self.client.max_latency_rate
         if cap is not None and rate > cap:
@@ -515,7 +541,6 @@ class Bench:
                 f"Python client offers; capped at {cap:,.0f}/s"
             )
             rate = cap
-        topic = self._topic(st, f"latency-{int(load * 100) if load else 'unbatched'}", 1)
         lat = self.client.latency(
             st.target.bootstrap,
             topic,
@@ -524,7 +549,21 @@ class Bench:
             size=BASELINE.size,
             linger_ms=linger,
         )
+        self._latency_row(st, level, load, linger, rate, wanted, lat)
+        targets.delete_topics(st.target.bootstrap, [topic])
+
+    def _latency_row(
+        self,
+        st: State,
+        level: str,
+        load: float | None,
+        linger: int | None,
+        rate: float,
+        wanted: float,
+        lat: Latency | Measured,
+    ) -> None:
         row: dict[str, Any] = {"level": level, "load": load, "linger_ms": linger}
+        row["client"] = "e2e_latency" if isinstance(lat, Measured) else self.client.name
         row.update(lat.summary())
         row["capped"] = rate < wanted
         if lat.achieved_per_s < 0.9 * rate:
@@ -533,8 +572,9 @@ class Bench:
                 f"{rate:,.0f} records/s offered; the client or this machine's CPUs kept it lower"
             )
         row["cdf"] = lat.cdf()
+        if isinstance(lat, Measured):
+            row["max_per_100ms"] = lat.out.get("max_per_100ms")
         st.results.setdefault("latency", []).append(row)
-        targets.delete_topics(st.target.bootstrap, [topic])
 
     # --- 1,000 partitions and 1,000 connections ------------------------------------------------
 

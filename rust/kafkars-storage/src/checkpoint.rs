@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::sync::mpsc::{SyncSender, sync_channel};
 
 use crate::error::{IoContext, LogError, Result};
 use crate::topic_partition::TopicPartition;
@@ -27,17 +29,70 @@ pub(crate) fn write_checkpoint(path: &Path, lines: &[String]) -> Result<()> {
 /// Writes `bytes` to `<path>.tmp`, fsyncs it, renames it over `path` and fsyncs the
 /// directory, so a crash leaves either the old or the new file, never a mix.
 pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_replacing(path, bytes, true)
+}
+
+/// [`write_atomically`] with the fsyncs left out when `sync` is false: readers still see
+/// the old or the new file whole, but a crash may lose the new one (or leave it empty),
+/// so only for a file whose loss costs a rebuild, not data.
+pub(crate) fn write_replacing(path: &Path, bytes: &[u8], sync: bool) -> Result<()> {
     let tmp = tmp_path(path);
     {
         let mut file = File::create(&tmp).at(&tmp)?;
         file.write_all(bytes).at(&tmp)?;
-        file.sync_all().at(&tmp)?;
+        if sync {
+            file.sync_all().at(&tmp)?;
+        }
     }
     fs::rename(&tmp, path).at(path)?;
-    if let Some(dir) = path.parent() {
+    if sync && let Some(dir) = path.parent() {
         fsync_dir(dir)?;
     }
     Ok(())
+}
+
+/// Files [`sync_in_background`] may have waiting before a caller waits for room. Rolls
+/// come seconds apart at the default segment size, so a roll never waits; a log of tiny
+/// segments rolls more often than fsyncs complete, and its appends then go at the
+/// fsyncs' pace as before (a log dir move, which copies every segment, keeps up).
+const SYNC_QUEUE: usize = 1;
+
+/// Fsyncs `path` (if it still exists) and then its directory on a background thread, in
+/// the order asked (at once on this thread when the thread could not be started): Kafka's
+/// scheduled `flushProducerStateSnapshot` after a roll, which keeps the fsync, and the
+/// journal commit it may wait for behind other files' writeback, off the append path.
+pub(crate) fn sync_in_background(path: PathBuf) {
+    static QUEUE: OnceLock<Option<SyncSender<PathBuf>>> = OnceLock::new();
+    let sender = QUEUE.get_or_init(|| {
+        let (tx, rx) = sync_channel::<PathBuf>(SYNC_QUEUE);
+        let spawned = std::thread::Builder::new()
+            .name("snapshot-flusher".into())
+            .spawn(move || {
+                for path in rx {
+                    sync_with_dir(&path);
+                }
+            });
+        spawned.ok().map(|_| tx)
+    });
+    match sender {
+        Some(s) => {
+            if let Err(unsent) = s.send(path) {
+                sync_with_dir(&unsent.0);
+            }
+        }
+        None => sync_with_dir(&path),
+    }
+}
+
+fn sync_with_dir(path: &Path) {
+    let result = sync_if_exists(path).and_then(|()| match path.parent() {
+        Some(dir) if dir.exists() => fsync_dir(dir),
+        _ => Ok(()),
+    });
+    if let Err(e) = result {
+        // The file is a rebuildable snapshot: a failed fsync costs a replay after a crash.
+        tracing::warn!(path = %path.display(), error = %e, "background fsync failed");
+    }
 }
 
 /// Fsyncs a directory so renames and creations inside it are durable.

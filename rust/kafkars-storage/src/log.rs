@@ -959,9 +959,13 @@ impl Log {
             return Ok(());
         }
         // Kafka snapshots producer state at each new segment's base offset, so a later
-        // load replays at most the active segment.
+        // load replays at most the active segment. Its fsync waits for a journal commit,
+        // which can wait behind the writeback of everything else dirty on the file system:
+        // it runs on a background thread, not under the lock every append takes.
         st.producer_state.advance_to(new_base);
-        st.producer_state.take_snapshot()?;
+        if let Some(snapshot) = st.producer_state.take_snapshot_unsynced()? {
+            crate::checkpoint::sync_in_background(snapshot);
+        }
         active.on_became_inactive_segment()?;
         let seg = new_segment(&st.dir, new_base, &st.config, now)?;
         st.segments.insert(new_base, seg);

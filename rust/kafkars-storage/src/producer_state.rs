@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use kafkars_record::{RecordBatch, crc32c};
 
-use crate::checkpoint::write_atomically;
+use crate::checkpoint::{write_atomically, write_replacing};
 use crate::error::{IoContext, LogError, Result};
 
 /// Batches remembered per producer for duplicate detection (Kafka's
@@ -396,20 +396,32 @@ impl ProducerStateManager {
     /// Kafka, nothing is written when the newest snapshot is already at that offset (a
     /// clean shutdown of an idle partition wrote, synced and renamed the same bytes).
     pub fn take_snapshot(&mut self) -> Result<()> {
+        self.write_snapshot(true).map(drop)
+    }
+
+    /// [`Self::take_snapshot`] without its fsyncs, for a roll under the log's lock (as
+    /// Kafka's `takeSnapshot(false)`): the new snapshot's path when one was written, for
+    /// the caller to sync off the append path. A snapshot lost in a crash is skipped on
+    /// load for the one before it, and the replay starts from there.
+    pub fn take_snapshot_unsynced(&mut self) -> Result<Option<PathBuf>> {
+        self.write_snapshot(false)
+    }
+
+    fn write_snapshot(&mut self, sync: bool) -> Result<Option<PathBuf>> {
         let path = snapshot_path(&self.dir, self.map_end_offset);
         if self.last_snapshot_offset == Some(self.map_end_offset) && path.exists() {
-            return Ok(());
+            return Ok(None);
         }
         let mut entries: Vec<&ProducerStateEntry> = self.producers.values().collect();
         entries.sort_unstable_by_key(|e| e.producer_id);
-        write_atomically(&path, &encode_snapshot(&entries))?;
+        write_replacing(&path, &encode_snapshot(&entries), sync)?;
         self.last_snapshot_offset = Some(self.map_end_offset);
         let mut snapshots = list_snapshots(&self.dir)?;
         snapshots.sort_unstable_by_key(|(offset, _)| std::cmp::Reverse(*offset));
         for (_, old) in snapshots.into_iter().skip(2) {
             remove(&old)?;
         }
-        Ok(())
+        Ok(Some(path))
     }
 
     /// Writes the state as `<map end offset>.snapshot` into another directory (the
@@ -642,6 +654,19 @@ mod tests {
         );
         let wrapped = batch(1, 0, i32::MAX, 3, 5);
         assert_eq!(wrapped.last_sequence(), 1);
+    }
+
+    #[test]
+    fn an_unsynced_snapshot_is_whole_and_named_once() {
+        let (dir, mut m) = manager();
+        m.update(&batch(1, 0, 0, 2, 1));
+        let path = m.take_snapshot_unsynced().unwrap().expect("a new snapshot");
+        assert_eq!(path, snapshot_path(dir.path(), 2));
+        assert!(m.take_snapshot_unsynced().unwrap().is_none(), "already taken");
+        assert_eq!(read_snapshot(&path).unwrap().len(), 1);
+        // No `.tmp` is left beside it.
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+        crate::checkpoint::sync_in_background(path);
     }
 
     #[test]
