@@ -17,6 +17,7 @@
 mod connection;
 mod error;
 pub mod frame;
+pub mod producer;
 pub mod sasl;
 pub mod tls;
 
@@ -24,6 +25,7 @@ pub use connection::{
     BrokerConnection, ConnectOptions, DEFAULT_MAX_RESPONSE_BYTES, Security, pick_version,
 };
 pub use error::ClientError;
+pub use producer::{Producer, ProducerConfig, ProducerRecord};
 pub use sasl::SaslLogin;
 
 /// Kafka's UNSUPPORTED_VERSION error code.
