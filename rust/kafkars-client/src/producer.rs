@@ -167,8 +167,10 @@ pub struct Producer {
     producer_id: i64,
     producer_epoch: i16,
     sequences: HashMap<TopicPartition, i32>,
-    /// The partition null-keyed records of a topic go to, and a counter to move it on.
+    /// The partition null-keyed records of a topic go to in this send, and a counter
+    /// that moves it on (round robin from a start that differs between producers).
     sticky: HashMap<String, i32>,
+    sticky_counter: u64,
     coordinator: Option<(String, u16)>,
     in_transaction: bool,
     txn_partitions: HashSet<TopicPartition>,
@@ -190,6 +192,7 @@ impl Producer {
             producer_epoch: -1,
             sequences: HashMap::new(),
             sticky: HashMap::new(),
+            sticky_counter: now_ms().unsigned_abs(),
             coordinator: None,
             in_transaction: false,
             txn_partitions: HashSet::new(),
@@ -757,11 +760,13 @@ impl Producer {
     }
 
     fn sticky_partition(&mut self, topic: &str, partitions: usize) -> i32 {
-        let next = self.sticky.len() as u64 + now_ms() as u64;
-        *self
-            .sticky
-            .entry(topic.to_string())
-            .or_insert_with(|| (next % partitions as u64) as i32)
+        if let Some(p) = self.sticky.get(topic) {
+            return *p;
+        }
+        self.sticky_counter = self.sticky_counter.wrapping_add(1);
+        let p = (self.sticky_counter % partitions as u64) as i32;
+        self.sticky.insert(topic.to_string(), p);
+        p
     }
 
     /// A batch of `records` with the partition's next sequence number.
