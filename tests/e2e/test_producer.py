@@ -117,3 +117,17 @@ def test_a_second_producer_of_a_transactional_id_fences_the_first(
     second.send(pa.RecordBatch.from_pydict({"value": [b"second"] * 3}), topic)
     second.commit_transaction()
     assert sorted(m.value() for m in consume(broker, topic, committed=True)) == [b"second"] * 3
+
+
+def test_null_keyed_rows_stick_to_a_partition_per_batch(broker: Broker, topic: str) -> None:
+    """Kafka's sticky partitioner: a batch's null-keyed rows go to one partition, the next
+    batch's to another."""
+    create(broker, topic)
+    producer = _core.Producer(bootstrap(broker))
+    for i in range(3):
+        producer.send(pa.RecordBatch.from_pydict({"value": [b"%d" % i] * 4}), topic)
+    where: dict[bytes, set[int]] = {}
+    for m in consume(broker, topic):
+        where.setdefault(m.value(), set()).add(m.partition())
+    assert all(len(p) == 1 for p in where.values()), where
+    assert len(set().union(*where.values())) == 3, where
