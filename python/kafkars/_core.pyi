@@ -20,6 +20,7 @@ __all__ = [
     "decode_batches",
     "build_batch",
     "ArrowFetcher",
+    "Producer",
     "decode_batches_arrow",
     "SegmentReader",
     "RecordSet",
@@ -129,6 +130,32 @@ class ArrowFetcher:
         isolation_level: int = 0,
     ) -> tuple[int, int, int, int | None, tuple[Any, Any] | None]: ...
     def close(self) -> None: ...
+
+@final
+class Producer:
+    def __new__(
+        cls,
+        bootstrap: list[tuple[str, int]],
+        *,
+        client_id: str = "kafkars-spark",
+        security: dict[str, Any] | None = None,
+        timeout_ms: int = 30000,
+        transactional_id: str | None = None,
+        compression: str = "none",
+        transaction_timeout_ms: int = 60000,
+        delivery_timeout_ms: int = 120000,
+        batch_bytes: int = ...,
+    ) -> Self: ...
+    def send(self, batch: Any, topic: str | None = None) -> int: ...
+    def init_transactions(self) -> None: ...
+    def begin_transaction(self) -> None: ...
+    def send_offsets_to_transaction(
+        self, offsets: list[tuple[str, int, int, str | None]], group_id: str
+    ) -> None: ...
+    def commit_transaction(self) -> None: ...
+    def abort_transaction(self) -> None: ...
+    @property
+    def producer_id_and_epoch(self) -> tuple[int, int]: ...
 
 def build_batch(
     records: list[tuple[bytes | None, bytes | None, int, list[tuple[str, bytes | None]]]],

@@ -45,7 +45,10 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from kafkars.security.client_auth import ClientSecurity, client_security
+from kafkars import _core
+from kafkars.protocol import Errors
+from kafkars.protocol import KafkaError as ProducerError
+from kafkars.security.client_auth import PLAINTEXT, ClientSecurity, client_security
 from kafkars_spark.arrow import HEADERS_DDL, KAFKA_DDL, conform, decode_batches
 from kafkars_spark.wire import (
     EARLIEST,
@@ -53,6 +56,7 @@ from kafkars_spark.wire import (
     KafkaClient,
     KafkaError,
     TopicAuthorizationError,
+    bootstrap_addresses,
     is_retriable,
 )
 
@@ -693,76 +697,97 @@ def _kafka_properties(options: Mapping[str, Any]) -> dict[str, Any]:
     return {k[6:]: v for k, v in options.items() if k.lower().startswith("kafka.")}
 
 
-def _is_security_setting(name: str) -> bool:
-    return (
-        name.startswith(("security.", "sasl.", "ssl."))
-        or name == "enable.ssl.certificate.verification"
+#: The `compression.type` values the sink's producer takes.
+_COMPRESSION = ("none", "gzip", "snappy", "lz4", "zstd")
+
+
+@dataclass(frozen=True)
+class _ProducerSettings:
+    """The sink's producer settings from the `kafka.*` options: `bootstrap.servers`,
+    Spark's security options (`client_security`), and the Kafka producer settings the
+    producer has: `compression.type`, `batch.size`, `delivery.timeout.ms`,
+    `request.timeout.ms`, `transaction.timeout.ms`, `client.id`. Others are ignored (the
+    producer is always idempotent with acks=all)."""
+
+    bootstrap: str
+    security: ClientSecurity
+    compression: str = "none"
+    #: librdkafka's batch size, which the sink had before: few requests for many rows.
+    batch_bytes: int = 1 << 20
+    delivery_timeout_ms: int = 120_000
+    request_timeout_ms: int = 30_000
+    transaction_timeout_ms: int = int(_TXN_TIMEOUT * 1000)
+    client_id: str = "kafkars-spark"
+
+    def producer(self, transactional_id: str | None = None) -> _core.Producer:
+        return _core.Producer(
+            bootstrap_addresses(self.bootstrap),
+            client_id=self.client_id,
+            security=self.security.settings(),
+            timeout_ms=self.request_timeout_ms,
+            transactional_id=transactional_id,
+            compression=self.compression,
+            transaction_timeout_ms=self.transaction_timeout_ms,
+            delivery_timeout_ms=self.delivery_timeout_ms,
+            batch_bytes=self.batch_bytes,
+        )
+
+    def client(self) -> KafkaClient:
+        return KafkaClient(self.bootstrap, security=self.security)
+
+
+def _producer_settings(options: Mapping[str, str]) -> _ProducerSettings:
+    properties = {k.lower(): v for k, v in _kafka_properties(options).items()}
+    for name in properties:
+        if name in _REJECTED:
+            raise ValueError(f"Kafka option '{name}' is not supported")
+    bootstrap = properties.get("bootstrap.servers")
+    if not bootstrap:
+        raise ValueError("option 'kafka.bootstrap.servers' must be set")
+    compression = str(properties.get("compression.type", "none")).strip().lower()
+    if compression not in _COMPRESSION:
+        raise ValueError(
+            f"kafka.compression.type must be one of {', '.join(_COMPRESSION)}, not {compression!r}"
+        )
+
+    def number(name: str, default: int) -> int:
+        v = properties.get(name)
+        n = default if v is None else int(v)
+        if n <= 0:
+            raise ValueError(f"kafka.{name} must be positive")
+        return n
+
+    defaults = _ProducerSettings(bootstrap, PLAINTEXT)
+    return _ProducerSettings(
+        bootstrap,
+        client_security(properties),
+        compression,
+        number("batch.size", defaults.batch_bytes),
+        number("delivery.timeout.ms", defaults.delivery_timeout_ms),
+        number("request.timeout.ms", defaults.request_timeout_ms),
+        number("transaction.timeout.ms", defaults.transaction_timeout_ms),
+        str(properties.get("client.id", defaults.client_id)),
     )
 
 
-def _producer_config(options: dict[str, str]) -> dict[str, str]:
-    """librdkafka's settings for the sink's producer: the `kafka.*` options, their
-    security settings (Java's names as Spark's connector takes them) translated."""
-    conf = {}
-    properties = _kafka_properties(options)
-    for name, v in properties.items():
-        if name.lower() in _REJECTED:
-            raise ValueError(f"Kafka option '{name}' is not supported")
-        if name.lower() in ("isolation.level", "transactional.id"):
-            continue  # a consumer setting; the exactly-once sink sets the id itself
-        if not _is_security_setting(name.lower()):
-            conf[name] = v
-    if "bootstrap.servers" not in conf:
-        raise ValueError("option 'kafka.bootstrap.servers' must be set")
-    conf.update(client_security(properties).librdkafka_config())
-    return conf
+def _write_error(e: ProducerError, default_topic: str | None) -> Exception:
+    """A denied Write as TopicAuthorizationError naming the topic (the producer's error
+    carries it; the sink's `topic` otherwise); other errors as they are."""
+    topic = getattr(e, "topic", None) or default_topic
+    if e.code == Errors.TOPIC_AUTHORIZATION_FAILED and topic:
+        return TopicAuthorizationError(topic, "Write")
+    return e
 
 
-def _connection_config(conf: dict[str, str]) -> dict[str, str]:
-    """The settings of `conf` any client needs (where and how to connect)."""
-    keep = ("bootstrap.servers", "security.", "sasl.", "ssl.", "client.")
-    return {k: v for k, v in conf.items() if k.startswith(keep)}
-
-
-def _bytes_column(batch: pa.RecordBatch, name: str) -> list[bytes | None] | None:
-    if name not in batch.schema.names:
-        return None
-    col = batch.column(name)
-    if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
-        col = col.cast(pa.binary())
-    return col.to_pylist()
-
-
-def _send(producer: Any, default_topic: str | None, batches: Iterator[pa.RecordBatch]) -> int:
-    """Hands the rows (value, optional key/topic/partition/headers) to `producer`."""
+def _send(
+    producer: _core.Producer, default_topic: str | None, batches: Iterator[pa.RecordBatch]
+) -> int:
+    """Hands the rows (value, optional key/topic/partition/headers) to `producer`, one
+    Arrow batch at a time: partitioned, batched and sent in Rust, each batch acknowledged
+    before the next."""
     n = 0
     for batch in batches:
-        if "value" not in batch.schema.names:
-            raise ValueError("the data to write needs a 'value' column")
-        values = _bytes_column(batch, "value") or []
-        keys = _bytes_column(batch, "key")
-        topics = batch.column("topic").to_pylist() if "topic" in batch.schema.names else None
-        parts = batch.column("partition").to_pylist() if "partition" in batch.schema.names else None
-        headers = batch.column("headers").to_pylist() if "headers" in batch.schema.names else None
-        for i, value in enumerate(values):
-            topic = default_topic or (topics[i] if topics else None)
-            if not topic:
-                raise ValueError("no topic: set the 'topic' option or a 'topic' column")
-            kwargs: dict[str, Any] = {"value": value}
-            if keys is not None:
-                kwargs["key"] = keys[i]
-            if parts is not None and parts[i] is not None:
-                kwargs["partition"] = parts[i]
-            if headers is not None and headers[i]:
-                kwargs["headers"] = [(h["key"], h["value"]) for h in headers[i]]
-            while True:
-                try:
-                    producer.produce(topic, **kwargs)
-                    break
-                except BufferError:
-                    producer.poll(0.1)
-            n += 1
-        producer.poll(0)
+        n += producer.send(batch, default_topic)
     return n
 
 
@@ -773,78 +798,11 @@ def _default_topic(options: dict[str, str]) -> str | None:
 def produce_batches(options: dict[str, str], batches: Iterator[pa.RecordBatch]) -> int:
     """Sends the rows and waits for every acknowledgement: at-least-once, as Spark's
     Kafka sink."""
-    from confluent_kafka import KafkaException, Producer
-
-    failed = _DeliveryErrors()
-    conf = {"linger.ms": "5", **_producer_config(options), "on_delivery": failed}
-    producer = Producer(conf)
-    n = _send(producer, _default_topic(options), batches)
-    remaining = producer.flush(120)
-    if remaining:
-        raise KafkaException(f"{remaining} records not acknowledged")
-    failed.raise_first()
-    return n
-
-
-class _DeliveryErrors:
-    """A producer's `on_delivery`: keeps the failed deliveries; a denied Write becomes
-    one TopicAuthorizationError naming the topic."""
-
-    def __init__(self) -> None:
-        self.errors: list[tuple[Any, str]] = []
-
-    def __call__(self, err: Any, msg: Any) -> None:
-        if err is not None:
-            self.errors.append((err, msg.topic()))
-
-    def raise_first(self) -> None:
-        from confluent_kafka import KafkaError as ClientError
-        from confluent_kafka import KafkaException
-
-        for err, topic in self.errors:
-            if err.code() == ClientError.TOPIC_AUTHORIZATION_FAILED:
-                raise TopicAuthorizationError(topic, "Write")
-        if self.errors:
-            raise KafkaException(self.errors[0][0])
-
-    def raise_for_transaction(self, e: Exception, default_topic: str | None) -> None:
-        """A transaction that failed because a topic may not be written (the broker's
-        AddPartitionsToTxn answer; the records are then purged) as TopicAuthorizationError
-        naming the topic: a record's own error says which, else the one librdkafka's
-        message names, else the sink's `topic`."""
-        from confluent_kafka import KafkaError as ClientError
-
-        denied = ClientError.TOPIC_AUTHORIZATION_FAILED
-        for err, topic in self.errors:
-            if err.code() == denied:
-                raise TopicAuthorizationError(topic, "Write") from e
-        err = e.args[0] if e.args else None
-        if not isinstance(err, ClientError) or err.code() != denied:
-            return
-        topics = list(dict.fromkeys(topic for _, topic in self.errors))
-        named = [t for t in topics if t in str(err)]
-        name = (named or topics)[0] if topics else default_topic
-        if name:
-            raise TopicAuthorizationError(name, "Write") from e
-
-
-def _abortable_cause(producer: Any, e: Exception) -> Exception:
-    """The error that failed a transaction. librdkafka keeps it, but a call that was under
-    way when it came (send_offsets_to_transaction) may report only its own state error;
-    commit_transaction, refused in that state, reports the kept one."""
-    from confluent_kafka import KafkaError as ClientError
-    from confluent_kafka import KafkaException
-
-    err = e.args[0] if e.args else None
-    if not isinstance(err, ClientError) or not err.txn_requires_abort():
-        return e
-    if err.code() != ClientError._STATE:
-        return e
+    producer = _producer_settings(options).producer()
     try:
-        producer.commit_transaction(_TXN_TIMEOUT)
-    except KafkaException as cause:
-        return cause
-    return e
+        return _send(producer, _default_topic(options), batches)
+    except ProducerError as e:
+        raise _write_error(e, _default_topic(options)) from e
 
 
 def _marker(write_id: str, epoch: int, records: int) -> str:
@@ -873,7 +831,6 @@ def produce_exactly_once(
     `epoch`) committed in the same transaction as a consumer-group offset (group = the
     transactional id `{prefix}-{partition}`). A replayed task whose marker is there
     already writes nothing; a new producer with the same id fences any older one."""
-    from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
     from pyspark import TaskContext
 
     ctx = TaskContext.get()
@@ -883,64 +840,38 @@ def produce_exactly_once(
     if first is None:
         return WriteResult(0, part)  # nothing to write, nothing to replay
     txn_id = f"{prefix}-{part}"
-    conf = _producer_config(options)
-    failed = _DeliveryErrors()
-    producer = Producer(
-        {"linger.ms": "5", **conf, "transactional.id": txn_id, "on_delivery": failed}
-    )
-    # Fences the producers of earlier attempts (retries, a killed driver's tasks) and
-    # completes or aborts their transaction, so the marker read next is settled.
-    producer.init_transactions(_TXN_TIMEOUT)
-    consumer = Consumer(
-        {
-            **_connection_config(conf),
-            "group.id": txn_id,
-            "isolation.level": "read_committed",
-            "enable.auto.commit": False,
-        }
-    )
+    settings = _producer_settings(options)
+    default_topic = _default_topic(options)
+    producer = settings.producer(txn_id)
     try:
-        (done,) = consumer.committed([TopicPartition(commits_topic, 0)], _TXN_TIMEOUT)
-        if done.error is not None:
-            raise KafkaException(done.error)
-        if _committed_before(done.metadata, write_id, epoch):
+        # Fences the producers of earlier attempts (retries, a killed driver's tasks) and
+        # completes or aborts their transaction, so the marker read next is settled.
+        producer.init_transactions()
+        with settings.client() as client:
+            _, done = client.committed(txn_id, commits_topic, 0)
+        if _committed_before(done, write_id, epoch):
             for _ in batches:  # drain: Spark expects the input consumed
                 pass
             return WriteResult(0, part, txn_id, replayed=True)
         producer.begin_transaction()
         try:
-            n = _send(producer, _default_topic(options), itertools.chain([first], batches))
-            marker = TopicPartition(
-                commits_topic, 0, epoch + 1, metadata=_marker(write_id, epoch, n)
-            )
-            producer.send_offsets_to_transaction(
-                [marker], consumer.consumer_group_metadata(), _TXN_TIMEOUT
-            )
-            producer.commit_transaction(_TXN_TIMEOUT)
-        except BaseException as e:
-            cause = _abortable_cause(producer, e) if isinstance(e, KafkaException) else e
+            n = _send(producer, default_topic, itertools.chain([first], batches))
+            marker = (commits_topic, 0, epoch + 1, _marker(write_id, epoch, n))
+            producer.send_offsets_to_transaction([marker], txn_id)
+            producer.commit_transaction()
+        except BaseException:
             with contextlib.suppress(Exception):
-                producer.abort_transaction(_TXN_TIMEOUT)
-            if isinstance(cause, KafkaException):
-                failed.raise_for_transaction(cause, _default_topic(options))
+                producer.abort_transaction()
             raise
-        return WriteResult(n, part, txn_id)
-    finally:
-        consumer.close()
+    except ProducerError as e:
+        raise _write_error(e, default_topic) from e
+    return WriteResult(n, part, txn_id)
 
 
 def ensure_commits_topic(options: dict[str, str], topic: str) -> None:
     """Creates the markers' topic (one partition) if it is missing."""
-    from confluent_kafka import KafkaError as ClientError
-    from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    admin = AdminClient(dict(_connection_config(_producer_config(options))))
-    try:
-        admin.create_topics([NewTopic(topic, 1)])[topic].result(30)
-    except KafkaException as e:
-        if e.args[0].code() != ClientError.TOPIC_ALREADY_EXISTS:
-            raise
+    with _producer_settings(options).client() as client:
+        client.create_topic(topic, 1)
 
 
 class _ExactlyOnce:
@@ -960,7 +891,7 @@ class KafkarsWriter(DataSourceArrowWriter):
     writing nothing when its predecessor had committed."""
 
     def __init__(self, options: dict[str, str], schema: StructType) -> None:
-        _producer_config(options)
+        _producer_settings(options)
         self.options = options
         self.txn = _ExactlyOnce(options)
         self.write_id = str(uuid.uuid4())  # made on the driver: one id for all the tasks
@@ -986,7 +917,7 @@ class KafkarsStreamWriter(DataSourceStreamArrowWriter):
     not in its checkpoint's commit log, the tasks whose marker is there write nothing."""
 
     def __init__(self, options: dict[str, str], schema: StructType) -> None:
-        _producer_config(options)
+        _producer_settings(options)
         self.options = options
         self.txn = _ExactlyOnce(options)
 

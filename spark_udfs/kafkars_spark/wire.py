@@ -1,10 +1,11 @@
-"""A minimal Kafka client for the Spark readers, over kafkars' Rust client
-(`kafkars-client`): Metadata and ListOffsets (planning, on the driver) go through
-`kafkars._core.BrokerConnection` as the codec's dicts; Fetch is `kafkars._core.ArrowFetcher`,
-which sends the request, reads the response and decodes its record batches into Arrow in
-Rust with the GIL released, so record bytes go from the socket to the decoder without
-becoming Python objects. `security` (TLS and SASL) is a
-`kafkars.security.client_auth.ClientSecurity`; None is PLAINTEXT.
+"""A minimal Kafka client for the Spark source and sink, over kafkars' Rust client
+(`kafkars-client`): Metadata and ListOffsets (planning, on the driver), CreateTopics and
+OffsetFetch (the exactly-once sink's markers) go through `kafkars._core.BrokerConnection`
+as the codec's dicts; Fetch is `kafkars._core.ArrowFetcher`, which sends the request,
+reads the response and decodes its record batches into Arrow in Rust with the GIL
+released, so record bytes go from the socket to the decoder without becoming Python
+objects (the sink's `kafkars._core.Producer` does the same the other way). `security`
+(TLS and SASL) is a `kafkars.security.client_auth.ClientSecurity`; None is PLAINTEXT.
 
 No threads, nothing started at import: Spark executors fork their Python workers, and
 each read task opens and closes its own connections.
@@ -12,8 +13,10 @@ each read task opens and closes its own connections.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from kafkars import _core
 from kafkars.protocol import Errors
@@ -22,7 +25,11 @@ from kafkars.security.client_auth import PLAINTEXT, AuthenticationError, ClientS
 EARLIEST = -2
 LATEST = -1
 
-_METADATA, _LIST_OFFSETS = 3, 2
+_T = TypeVar("_T")
+_METADATA, _LIST_OFFSETS, _OFFSET_FETCH, _FIND_COORDINATOR, _CREATE_TOPICS = 3, 2, 9, 10, 19
+#: How long driver-side planning and the sink's own requests retry a broker that died or
+#: a leader that moved before they fail (Kafka's default.api.timeout.ms is 60 s).
+PLANNING_TIMEOUT = 60.0
 _RETRIABLE = {
     int(e)
     for e in (
@@ -37,6 +44,19 @@ _RETRIABLE = {
         Errors.KAFKA_STORAGE_ERROR,
         Errors.FENCED_LEADER_EPOCH,
         Errors.UNKNOWN_LEADER_EPOCH,
+    )
+}
+# What a coordinator request may wait out: the coordinator loading, moving, or (for
+# OffsetFetch with require_stable) a transaction's offsets not settled yet.
+_COORDINATOR_RETRIABLE = {
+    int(e)
+    for e in (
+        Errors.COORDINATOR_LOAD_IN_PROGRESS,
+        Errors.COORDINATOR_NOT_AVAILABLE,
+        Errors.NOT_COORDINATOR,
+        Errors.UNSTABLE_OFFSET_COMMIT,
+        Errors.NOT_CONTROLLER,
+        Errors.REQUEST_TIMED_OUT,
     )
 }
 
@@ -154,6 +174,7 @@ class KafkaClient:
         self.brokers: dict[int, tuple[str, int]] = {}
         self._conns: dict[tuple[str, int], Connection] = {}
         self.leaders: dict[tuple[str, int], int] = {}
+        self.controller_id = -1
         self._fetchers: dict[tuple[str, int], Any] = {}
 
     def _conn(self, addr: tuple[str, int]) -> Connection:
@@ -177,15 +198,52 @@ class KafkaClient:
                 last = e
         raise ConnectionError(f"no broker reachable in {self.bootstrap}: {last}")
 
+    def retrying(self, call: Callable[[], _T], *, timeout: float = PLANNING_TIMEOUT) -> _T:
+        """`call()`, again after a connection error or a retriable Kafka error (a broker
+        that died, a leader that moved: the failed call dropped what it had cached, so
+        the next goes to another broker), with Kafka's backoff, for at most `timeout`
+        seconds. A refused login or a denied topic fails at once."""
+        deadline = time.monotonic() + timeout
+        delay = 0.1
+        while True:
+            try:
+                return call()
+            except AuthenticationError:
+                raise
+            except KafkaError as e:
+                if not (is_retriable(e.code) or e.code in _COORDINATOR_RETRIABLE):
+                    raise
+                if time.monotonic() + delay > deadline:
+                    raise
+            except OSError:
+                if time.monotonic() + delay > deadline:
+                    raise
+            time.sleep(delay)
+            delay = min(delay * 2, 1.0)
+
     def metadata(self, topics: list[str] | None = None) -> dict[str, list[PartitionInfo]]:
-        """Partitions per topic (all topics when `topics` is None); Metadata v1."""
+        """Partitions per topic (all topics when `topics` is None); Metadata v1. A broker
+        that fails is closed and the next one (known brokers, then the bootstrap servers)
+        asked; when none answers, again with backoff (`retrying`)."""
+        return self.retrying(lambda: self._metadata(topics))
+
+    def _metadata(self, topics: list[str] | None) -> dict[str, list[PartitionInfo]]:
         wanted = None if topics is None else [{"name": t} for t in topics]
-        conn = self._any()
-        try:
-            r = conn.request(_METADATA, 1, {"topics": wanted})
-        except OSError:
-            conn.close()  # a broker gone since: the next call tries another
-            raise
+        r: dict[str, Any] | None = None
+        last: Exception | None = None
+        for addr in dict.fromkeys(list(self.brokers.values()) + self.bootstrap):
+            conn = self._conn(addr)
+            try:
+                r = conn.request(_METADATA, 1, {"topics": wanted})
+                break
+            except AuthenticationError:
+                raise
+            except OSError as e:
+                conn.close()  # a broker gone since: try the next
+                last = e
+        if r is None:
+            raise ConnectionError(f"no broker reachable in {self.bootstrap}: {last}")
+        self.controller_id = r.get("controller_id", -1)
         for b in r["brokers"]:
             self.brokers[b["node_id"]] = (b["host"], b["port"])
         out: dict[str, list[PartitionInfo]] = {}
@@ -208,7 +266,7 @@ class KafkaClient:
     def _leader_conn(self, topic: str, partition: int) -> Connection:
         leader = self.leaders.get((topic, partition))
         if leader is None or leader not in self.brokers:
-            self.metadata([topic])
+            self._metadata([topic])
             leader = self.leaders.get((topic, partition))
         if leader is None or leader < 0 or leader not in self.brokers:
             raise KafkaError(Errors.LEADER_NOT_AVAILABLE, f"no leader for {topic}-{partition}")
@@ -216,7 +274,11 @@ class KafkaClient:
 
     def list_offsets(self, requests: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
         """Offsets for `{(topic, partition): timestamp}` (-2 earliest, -1 latest, or a ms
-        timestamp, giving -1 when no record is that late); ListOffsets v2."""
+        timestamp, giving -1 when no record is that late); ListOffsets v2. A leader that
+        died or moved is forgotten and the request retried on the new one (`retrying`)."""
+        return self.retrying(lambda: self._list_offsets(requests))
+
+    def _list_offsets(self, requests: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
         by_leader: dict[tuple[str, int], dict[tuple[str, int], int]] = {}
         for tp, ts in requests.items():
             conn = self._leader_conn(*tp)
@@ -237,17 +299,91 @@ class KafkaClient:
                     for t, ps in topics.items()
                 ],
             }
-            r = self._conn(addr).request(_LIST_OFFSETS, 2, body)
+            try:
+                r = self._conn(addr).request(_LIST_OFFSETS, 2, body)
+            except OSError:
+                for tp in reqs:
+                    self.forget_leader(*tp)
+                raise
             for t in r["topics"]:
                 for p in t["partitions"]:
                     if p["error_code"] == Errors.TOPIC_AUTHORIZATION_FAILED:
                         raise TopicAuthorizationError(t["name"], "Describe")
                     if p["error_code"]:
+                        if is_retriable(p["error_code"]):
+                            self.forget_leader(t["name"], p["partition_index"])
                         raise KafkaError(
                             p["error_code"], f"ListOffsets {t['name']}-{p['partition_index']}"
                         )
                     out[(t["name"], p["partition_index"])] = p["offset"]
         return out
+
+    def create_topic(self, name: str, partitions: int) -> bool:
+        """CreateTopics at the controller (the broker's default replication factor);
+        False when the topic exists already. Retries a controller that moved or died."""
+
+        def create() -> bool:
+            self._metadata([])
+            addr = self.brokers.get(self.controller_id)
+            conn = self._conn(addr) if addr is not None else self._any()
+            body = {
+                "topics": [
+                    {
+                        "name": name,
+                        "num_partitions": partitions,
+                        "replication_factor": -1,
+                        "assignments": [],
+                        "configs": [],
+                    }
+                ],
+                "timeout_ms": int(self.timeout * 1000),
+                "validate_only": False,
+            }
+            try:
+                (t,) = conn.request(_CREATE_TOPICS, 4, body)["topics"]
+            except OSError:
+                conn.close()
+                raise
+            if t["error_code"] == Errors.TOPIC_ALREADY_EXISTS:
+                return False
+            if t["error_code"] == Errors.TOPIC_AUTHORIZATION_FAILED:
+                raise TopicAuthorizationError(name, "Create")
+            if t["error_code"]:
+                raise KafkaError(t["error_code"], t.get("error_message") or f"create {name!r}")
+            return True
+
+        return self.retrying(create)
+
+    def committed(self, group: str, topic: str, partition: int) -> tuple[int, str | None]:
+        """The offset and metadata `group` committed for `topic`-`partition` (-1 and None
+        when none), read stable: a transaction's pending offsets are waited for
+        (OffsetFetch v7, require_stable), so the answer is settled."""
+
+        def fetch() -> tuple[int, str | None]:
+            c = self._any().request(_FIND_COORDINATOR, 3, {"key": group, "key_type": 0})
+            if c["error_code"]:
+                raise KafkaError(c["error_code"], f"FindCoordinator for group {group!r}")
+            conn = self._conn((c["host"], c["port"]))
+            body = {
+                "group_id": group,
+                "topics": [{"name": topic, "partition_indexes": [partition]}],
+                "require_stable": True,
+            }
+            try:
+                r = conn.request(_OFFSET_FETCH, 7, body)
+            except OSError:
+                conn.close()
+                raise
+            if r["error_code"]:
+                raise KafkaError(r["error_code"], f"OffsetFetch for group {group!r}")
+            for t in r["topics"]:
+                for p in t["partitions"]:
+                    if p["error_code"]:
+                        raise KafkaError(p["error_code"], f"OffsetFetch {topic}-{partition}")
+                    return p["committed_offset"], p["metadata"]
+            return -1, None
+
+        return self.retrying(fetch)
 
     def fetch(
         self,
@@ -322,6 +458,11 @@ class KafkaClient:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def bootstrap_addresses(servers: str) -> list[tuple[str, int]]:
+    """`bootstrap.servers` as `(host, port)` pairs."""
+    return [_host_port(s) for s in servers.split(",") if s.strip()]
 
 
 def _host_port(s: str) -> tuple[str, int]:

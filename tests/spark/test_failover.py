@@ -184,3 +184,21 @@ def test_leader_killed_mid_read(
     assert leader_of(cluster, topic, victim) not in (leader, -1)
     assert len(got) == len(acked), "rows lost or read twice"
     assert set(got) == acked
+
+
+def test_planning_outlives_a_killed_leader(cluster: Cluster, written: tuple[str, set]) -> None:
+    """Driver-side planning (Metadata, ListOffsets) after the leader of a partition is
+    SIGKILLed while the client has it cached and a connection open to it: the request
+    goes to the new leader after a metadata refresh instead of failing the query."""
+    from kafkars_spark.wire import LATEST, KafkaClient
+
+    topic, acked = written
+    tps = [(topic, p) for p in range(PARTITIONS)]
+    with KafkaClient(cluster.bootstrap_servers) as client:
+        latest = client.list_offsets(dict.fromkeys(tps, LATEST))
+        assert sum(latest.values()) == len(acked)
+        leader = client.leaders[(topic, 1)]
+        cluster.kill(leader)
+        assert client.list_offsets(dict.fromkeys(tps, LATEST)) == latest
+        assert [p.partition for p in client.metadata([topic])[topic]] == list(range(PARTITIONS))
+    assert leader_of(cluster, topic, 1) not in (leader, -1)

@@ -65,8 +65,8 @@ class ClientSecurity:
     sasl: SaslLogin | None = None
 
     def settings(self) -> dict[str, Any] | None:
-        """The `security` argument of `_core.BrokerConnection` and
-        `_core.ReplicaFetcherManager`; None for PLAINTEXT."""
+        """The `security` argument of `_core.BrokerConnection`, `_core.ArrowFetcher`,
+        `_core.Producer` and `_core.ReplicaFetcherManager`; None for PLAINTEXT."""
         if self.tls is None and self.sasl is None:
             return None
         sasl = self.sasl
@@ -80,25 +80,6 @@ class ClientSecurity:
                 "password": sasl.password,
             },
         }
-
-    def librdkafka_config(self) -> dict[str, str]:
-        """The same settings as librdkafka (confluent-kafka) takes them: the PEMs inline,
-        the login as sasl.username/sasl.password."""
-        conf = {"security.protocol": self.protocol}
-        if self.sasl is not None:
-            conf["sasl.mechanism"] = self.sasl.mechanism
-            conf["sasl.username"] = self.sasl.username
-            conf["sasl.password"] = self.sasl.password
-        if self.tls is not None:
-            conf["ssl.ca.pem"] = self.tls.truststore.decode()
-            if self.tls.certificate_chain is not None and self.tls.private_key is not None:
-                conf["ssl.certificate.pem"] = self.tls.certificate_chain.decode()
-                conf["ssl.key.pem"] = self.tls.private_key.decode()
-            conf["ssl.endpoint.identification.algorithm"] = (
-                "https" if self.tls.check_hostname else "none"
-            )
-            conf["enable.ssl.certificate.verification"] = str(self.tls.verify).lower()
-        return conf
 
     def connect(
         self, address: tuple[str, int], *, timeout_s: float, client_id: str

@@ -52,8 +52,27 @@ pub enum ClientError {
         client_max: i16,
     },
     /// A request the broker answered with an error code the client cannot go on from.
-    #[error("{api:?} failed with error code {error_code}")]
+    #[error("{api:?} failed with {}", error_name(*.error_code))]
     Kafka { api: ApiKey, error_code: i16 },
+    /// A topic-partition's error in an answer (`partition` -1: the topic's).
+    #[error("{api:?} {topic}-{partition} failed with {}", error_name(*.error_code))]
+    Partition {
+        api: ApiKey,
+        error_code: i16,
+        topic: String,
+        partition: i32,
+    },
+    /// A call the producer's state does not allow (Kafka's IllegalStateException).
+    #[error("{0}")]
+    InvalidState(String),
+}
+
+/// `NOT_LEADER_OR_FOLLOWER (6)`: the code with Kafka's name for it.
+fn error_name(code: i16) -> String {
+    match kafka_protocol::ResponseError::try_from_code(code) {
+        Some(kafka_protocol::ResponseError::Unknown(_)) | None => format!("error code {code}"),
+        Some(e) => format!("{e:?} ({code})"),
+    }
 }
 
 /// A refused certificate in the words Kafka's and OpenSSL's logs use, so an operator
@@ -74,7 +93,9 @@ impl ClientError {
     pub fn error_code(&self) -> Option<i16> {
         match self {
             Self::Authentication { error_code, .. } => *error_code,
-            Self::Kafka { error_code, .. } => Some(*error_code),
+            Self::Kafka { error_code, .. } | Self::Partition { error_code, .. } => {
+                Some(*error_code)
+            }
             Self::UnsupportedVersion { .. } => Some(crate::UNSUPPORTED_VERSION),
             _ => None,
         }

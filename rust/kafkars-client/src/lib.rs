@@ -8,15 +8,18 @@
 //! kafka-protocol's, as they are for the broker, so each format has one codec.
 //!
 //! Users: the replica fetchers (`kafkars-python`'s `replica_fetcher`), the Spark reader's
-//! Fetch (`ArrowFetcher`), and through the PyO3 class `kafkars._core.BrokerConnection`
-//! (`kafkars-python`'s `client`, type conversion only) the controller channel, the
-//! broker's own calls to other brokers (`call_broker`: cluster, transaction markers and
-//! verification), the tools' `WireClient` and the Spark reader's planning requests
-//! (`kafkars_spark.wire`). Blocking: every caller waits for its answer on its own thread.
+//! Fetch (`ArrowFetcher`), the Spark sink's [`Producer`] (`kafkars._core.Producer`), and
+//! through the PyO3 class `kafkars._core.BrokerConnection` (`kafkars-python`'s `client`,
+//! type conversion only) the controller channel, the broker's own calls to other brokers
+//! (`call_broker`: cluster, transaction markers and verification), the tools'
+//! `WireClient`, the Spark reader's planning requests and the exactly-once sink's
+//! CreateTopics and OffsetFetch (`kafkars_spark.wire`). Blocking: every caller waits for
+//! its answer on its own thread.
 
 mod connection;
 mod error;
 pub mod frame;
+pub mod producer;
 pub mod sasl;
 pub mod tls;
 
@@ -24,6 +27,7 @@ pub use connection::{
     BrokerConnection, ConnectOptions, DEFAULT_MAX_RESPONSE_BYTES, Security, pick_version,
 };
 pub use error::ClientError;
+pub use producer::{Producer, ProducerConfig, ProducerRecord};
 pub use sasl::SaslLogin;
 
 /// Kafka's UNSUPPORTED_VERSION error code.

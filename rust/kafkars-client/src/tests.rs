@@ -375,3 +375,130 @@ fn an_unknown_mechanism_shows_what_the_broker_takes() {
     assert_eq!(err.error_code(), Some(33));
     assert!(err.to_string().contains("SCRAM-SHA-512"), "{err}");
 }
+
+/// The producer against the test broker: a keyed record goes to murmur2's partition; a
+/// NOT_LEADER_OR_FOLLOWER answer refreshes the metadata and resends the same batch (same
+/// producer id and sequence, so the broker could drop a duplicate); the next send goes on
+/// from the sequence after it.
+#[test]
+fn the_producer_retries_a_batch_with_its_sequence_after_not_leader() {
+    use kafka_protocol::messages::metadata_response::{
+        MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+    };
+    use kafka_protocol::messages::produce_response::{
+        PartitionProduceResponse, TopicProduceResponse,
+    };
+    use kafka_protocol::messages::{BrokerId, InitProducerIdResponse, ProduceResponse, TopicName};
+    use std::sync::{Arc, Mutex};
+
+    use crate::producer::{Producer, ProducerConfig, ProducerRecord, partition_for_key};
+
+    let listener_port = Arc::new(Mutex::new(0u16));
+    // (partition, producer id, base sequence, records) per Produce seen.
+    type Produced = Vec<(i32, i64, i32, i32)>;
+    let produced: Arc<Mutex<Produced>> = Arc::default();
+    let (port_seen, log) = (Arc::clone(&listener_port), Arc::clone(&produced));
+    let (port, broker) = broker(move |seen| match &seen.request {
+        RequestKind::ApiVersions(_) => Answer::Response(
+            ResponseKind::ApiVersions(versions(&[
+                (ApiKey::ApiVersions, 0, 3),
+                (ApiKey::Metadata, 0, 12),
+                (ApiKey::InitProducerId, 0, 4),
+                (ApiKey::Produce, 3, 9),
+            ])),
+            None,
+        ),
+        RequestKind::Metadata(_) => {
+            let port = i32::from(*port_seen.lock().unwrap());
+            let partitions = (0..4)
+                .map(|i| {
+                    MetadataResponsePartition::default()
+                        .with_partition_index(i)
+                        .with_leader_id(BrokerId(1))
+                })
+                .collect();
+            Answer::Response(
+                ResponseKind::Metadata(
+                    MetadataResponse::default()
+                        .with_brokers(vec![
+                            MetadataResponseBroker::default()
+                                .with_node_id(BrokerId(1))
+                                .with_host(StrBytes::from_static_str("127.0.0.1"))
+                                .with_port(port),
+                        ])
+                        .with_topics(vec![
+                            MetadataResponseTopic::default()
+                                .with_name(Some(TopicName(StrBytes::from_static_str("t"))))
+                                .with_partitions(partitions),
+                        ]),
+                ),
+                None,
+            )
+        }
+        RequestKind::InitProducerId(r) => {
+            assert!(r.transactional_id.is_none());
+            Answer::Response(
+                ResponseKind::InitProducerId(
+                    InitProducerIdResponse::default()
+                        .with_producer_id(kafka_protocol::messages::ProducerId(7))
+                        .with_producer_epoch(0),
+                ),
+                None,
+            )
+        }
+        RequestKind::Produce(r) => {
+            assert_eq!(r.acks, -1, "acks=all");
+            let topic = &r.topic_data[0];
+            let data = &topic.partition_data[0];
+            let records = data.records.as_ref().unwrap();
+            let batch = kafkars_record::RecordBatch::new(records).unwrap();
+            batch.validate().unwrap();
+            let mut log = log.lock().unwrap();
+            log.push((
+                data.index,
+                batch.producer_id(),
+                batch.base_sequence(),
+                batch.records_count(),
+            ));
+            // The first attempt finds a leader that just lost the partition.
+            let error = if log.len() == 1 { 6 } else { 0 };
+            Answer::Response(
+                ResponseKind::Produce(ProduceResponse::default().with_responses(vec![
+                    TopicProduceResponse::default()
+                        .with_name(topic.name.clone())
+                        .with_partition_responses(vec![
+                            PartitionProduceResponse::default()
+                                .with_index(data.index)
+                                .with_error_code(error),
+                        ]),
+                ])),
+                None,
+            )
+        }
+        other => panic!("unexpected {other:?}"),
+    });
+    *listener_port.lock().unwrap() = port;
+    let mut producer = Producer::new(ProducerConfig::new(
+        vec![("127.0.0.1".into(), port)],
+        options(Security::default()),
+    ));
+    let record = |value: &'static [u8]| ProducerRecord {
+        topic: "t",
+        key: Some(b"foobar"),
+        value: Some(value),
+        ..ProducerRecord::default()
+    };
+    assert_eq!(producer.send([record(b"a"), record(b"b")]).unwrap(), 2);
+    assert_eq!(producer.send([record(b"c")]).unwrap(), 1);
+    drop(producer);
+    broker.join().unwrap();
+    let partition = partition_for_key(b"foobar", 4);
+    assert_eq!(
+        *produced.lock().unwrap(),
+        vec![
+            (partition, 7, 0, 2),
+            (partition, 7, 0, 2), // the retry: the same sequence
+            (partition, 7, 2, 1),
+        ]
+    );
+}

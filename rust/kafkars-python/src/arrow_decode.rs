@@ -534,7 +534,7 @@ pub fn fuzz_decode_batches(
 }
 
 /// Moves an array out of an object implementing the Arrow PyCapsule interface.
-fn import_array(obj: &Bound<'_, PyAny>) -> PyResult<ArrayRef> {
+pub(crate) fn import_array(obj: &Bound<'_, PyAny>) -> PyResult<ArrayRef> {
     let (schema, array): (Bound<'_, PyCapsule>, Bound<'_, PyCapsule>) =
         obj.call_method0("__arrow_c_array__")?.extract()?;
     let schema_ptr = schema

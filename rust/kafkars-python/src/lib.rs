@@ -9,6 +9,7 @@ mod file_records;
 mod logging;
 mod network;
 mod partition;
+mod producer;
 mod protocol;
 mod purgatory;
 mod replica_fetcher;
@@ -37,6 +38,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<replica_manager::PyReplicaManager>()?;
     m.add_class::<replica_fetcher::ReplicaFetcherManager>()?;
     m.add_class::<client::PyBrokerConnection>()?;
+    producer::register(m)?;
     m.add_class::<network::PyRequest>()?;
     m.add_class::<network::PySocketServer>()?;
     Ok(())
