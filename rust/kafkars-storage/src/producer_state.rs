@@ -662,7 +662,10 @@ mod tests {
         m.update(&batch(1, 0, 0, 2, 1));
         let path = m.take_snapshot_unsynced().unwrap().expect("a new snapshot");
         assert_eq!(path, snapshot_path(dir.path(), 2));
-        assert!(m.take_snapshot_unsynced().unwrap().is_none(), "already taken");
+        assert!(
+            m.take_snapshot_unsynced().unwrap().is_none(),
+            "already taken"
+        );
         assert_eq!(read_snapshot(&path).unwrap().len(), 1);
         // No `.tmp` is left beside it.
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
