@@ -433,7 +433,8 @@ class KafkaServer:
             # Answers the fetches and acks=all produces still waiting (and any handled
             # from here on) now, so the socket server's drain below does not wait for
             # their timeouts and no client waits for its own.
-            self.delayed_operations.shutdown()
+            if getattr(self, "delayed_operations", None) is not None:
+                self.delayed_operations.shutdown()
             if self.socket_server is not None:
                 # Stop reading and answer what is in flight.
                 self.socket_server.shutdown()
