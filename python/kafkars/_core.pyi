@@ -371,6 +371,9 @@ class ReplicaManager:
     ) -> Self: ...
     broker_id: int
     def set_live_brokers(self, live_brokers: LiveBrokers) -> None: ...
+    def is_newer_leader_epoch(
+        self, topic: str, partition: int, leader_id: int, leader_epoch: int, *, topic_id: Any = None
+    ) -> bool: ...
     def become_leader(
         self,
         topic: str,

@@ -19,6 +19,8 @@ from confluent_kafka.admin import (
     NewPartitions,
 )
 
+from kafkars import _core
+from kafkars.protocol import ApiKey, Errors
 from kafkars.testing.cluster import Cluster
 from kafkars.zk import KafkaZkClient
 
@@ -108,6 +110,57 @@ def test_controller_killed_another_takes_over(cluster: Cluster) -> None:
             assert leader in replicas and leader != first
     finally:
         zk.close()
+
+
+def test_a_leader_and_isr_whose_leader_epoch_is_not_newer_is_ignored(cluster: Cluster) -> None:
+    """Kafka's becomeLeaderOrFollower: a partition state at the leader epoch a broker
+    already holds (a replayed or late controller decision) is answered
+    STALE_CONTROLLER_EPOCH and not applied; an older epoch too."""
+    topic = create_topic(cluster, 1)
+    leader, replicas, _ = partition_metadata(cluster, topic, 0)
+    follower = next(b for b in replicas if b != leader)
+    zk = KafkaZkClient(f"{cluster.zookeeper.connect}/kafkars")
+    try:
+        state = zk.get_partition_state(topic, 0)
+        assert state is not None
+        controller_epoch = zk.controller_epoch()[0]
+        topic_id = zk.get_topic_assignment(topic).topic_id
+        controller_id = zk.get_controller_id()
+    finally:
+        zk.close()
+    host, port = cluster.brokers[follower].bootstrap_servers.rsplit(":", 1)
+    with _core.BrokerConnection(host, int(port)) as conn:
+        for leader_epoch in (state.leader_epoch, state.leader_epoch - 1):
+            body = {
+                "controller_id": controller_id,
+                "controller_epoch": controller_epoch,
+                "broker_epoch": -1,
+                "topic_states": [
+                    {
+                        "topic_name": topic,
+                        "topic_id": topic_id,
+                        "partition_states": [
+                            {
+                                "partition_index": 0,
+                                "controller_epoch": state.controller_epoch,
+                                "leader": state.leader,
+                                "leader_epoch": leader_epoch,
+                                "isr": state.isr,
+                                "partition_epoch": state.zk_version,
+                                "replicas": replicas,
+                            }
+                        ],
+                    }
+                ],
+                "live_leaders": [],
+            }
+            response = conn.call(ApiKey.LEADER_AND_ISR, 5, body)
+            assert response["error_code"] == 0
+            [[error]] = [t["partition_errors"] for t in response["topics"]]
+            assert (error["partition_index"], error["error_code"]) == (
+                0,
+                Errors.STALE_CONTROLLER_EPOCH,
+            ), leader_epoch
 
 
 def test_two_of_three_down_acks_all_is_refused(cluster: Cluster) -> None:

@@ -6,9 +6,13 @@ refusal of a partition outside the transaction, and the admin APIs."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import queue
+import socket
+import threading
 import time
 import uuid
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
@@ -17,6 +21,8 @@ from raw_client import CodecConnection
 
 from kafkars import _core
 from kafkars.broker import Broker
+from kafkars.protocol import Errors
+from kafkars.server.txn_markers import TransactionMarkerWriter
 
 PRODUCE, INIT_PRODUCER_ID, ADD_PARTITIONS_TO_TXN, END_TXN = 0, 22, 24, 26
 DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 61, 65, 66
@@ -439,3 +445,78 @@ def test_newest_advertised_versions(broker: Broker, topic: str) -> None:
         assert ended["error_code"] == 0
     finally:
         conn.close()
+
+
+class _CountingForwarder:
+    """A TCP forwarder to the broker that counts the connections made through it, and can
+    drop them all (a broker restart as the client sees it)."""
+
+    def __init__(self, upstream: tuple[str, int]) -> None:
+        self.upstream = upstream
+        self.accepted = 0
+        self._sockets: list[socket.socket] = []
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self.address = self._server.getsockname()[:2]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._server.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            server = socket.create_connection(self.upstream)
+            self._sockets += [client, server]
+            for a, b in ((client, server), (server, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        for s in (source, sink):
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+
+    def drop_connections(self) -> None:
+        for s in self._sockets:
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+
+    def close(self) -> None:
+        self._server.close()
+        self.drop_connections()
+
+
+def test_the_marker_sender_keeps_one_connection_per_broker(broker: Broker, topic: str) -> None:
+    """Markers for partitions led by another broker go over one connection to it, as
+    Kafka's TransactionMarkerChannelManager keeps one per destination; it is opened again
+    after it drops."""
+    create_topic(broker, topic, 3)
+    host, port = broker.bootstrap_servers.rsplit(":", 1)
+    forwarder = _CountingForwarder((host, int(port)))
+    # This writer's broker (id -1) leads nothing: every marker goes to the forwarder.
+    writer = TransactionMarkerWriter(
+        cast(Any, None), None, broker_id=-1, leader_endpoint=lambda t, p: (1, forwarder.address)
+    )
+
+    def write(producer_id: int) -> Errors:
+        result: queue.Queue[Errors] = queue.Queue()
+        partitions = [(topic, p) for p in range(3)]
+        writer.write_txn_markers(producer_id, 0, True, partitions, 0, result.put)
+        return result.get(timeout=30)
+
+    try:
+        for producer_id in (1_000_001, 1_000_002):
+            assert write(producer_id) is Errors.NONE
+        assert forwarder.accepted == 1
+        forwarder.drop_connections()
+        assert write(1_000_003) is Errors.NONE
+        assert forwarder.accepted == 2
+    finally:
+        writer.shutdown()
+        forwarder.close()

@@ -162,6 +162,22 @@ class ClusterMember:
                     p["isr"],
                     p["partition_epoch"],
                 )
+                if not self.replica_manager.is_newer_leader_epoch(
+                    name, index, p["leader"], p["leader_epoch"], topic_id=topic_state["topic_id"]
+                ):
+                    # A controller's older decision (Kafka's becomeLeaderOrFollower).
+                    log.warning(
+                        "[Broker id=%s] Ignoring LeaderAndIsr for %s-%s: leader epoch %s "
+                        "is not newer than the one held here",
+                        self.broker_id,
+                        name,
+                        index,
+                        p["leader_epoch"],
+                    )
+                    errors.append(
+                        {"partition_index": index, "error_code": int(Errors.STALE_CONTROLLER_EPOCH)}
+                    )
+                    continue
                 try:
                     if p["leader"] == self.broker_id:
                         self.replica_manager.become_leader(

@@ -34,6 +34,7 @@ class ReplicaManager:
         self.core = _core.ReplicaManager(log_manager, broker_id, fetchers)
         core = self.core
         self.set_live_brokers = core.set_live_brokers
+        self.is_newer_leader_epoch = core.is_newer_leader_epoch
         self.become_leader = core.become_leader
         self.become_follower = core.become_follower
         self.handle_log_dir_failure = core.handle_log_dir_failure

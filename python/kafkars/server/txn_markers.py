@@ -11,12 +11,12 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from kafkars.controller.channel_manager import call_broker
+from kafkars import _core
 from kafkars.coordinator.group.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
 from kafkars.protocol import Errors, KafkaError
 from kafkars.security.client_auth import PLAINTEXT, ClientSecurity
@@ -47,6 +47,78 @@ class _Marker:
     commit: bool
 
 
+class _Destination:
+    """One broker the markers go to, as Kafka's TransactionMarkerChannelManager keeps it:
+    one connection, opened on first use and again after an error, with one request in
+    flight that carries every marker queued for the broker meanwhile."""
+
+    def __init__(self, endpoint: tuple[str, int], client_id: str, security: ClientSecurity):
+        self.endpoint = endpoint
+        self._client_id = client_id
+        self._security = security
+        self._in_flight = threading.Lock()
+        self._queue_lock = threading.Lock()
+        self._queue: list[tuple[_Marker, Future[int]]] = []
+        self._connection: _core.BrokerConnection | None = None
+
+    def send(self, marker: _Marker) -> int:
+        """The marker's error code from the broker; OSError when it cannot be reached."""
+        answer: Future[int] = Future()
+        with self._queue_lock:
+            self._queue.append((marker, answer))
+        with self._in_flight:
+            # Another sender thread may have carried this marker in its request.
+            if not answer.done():
+                with self._queue_lock:
+                    batch, self._queue = self._queue, []
+                self._send_batch(batch)
+        return answer.result()
+
+    def _send_batch(self, batch: list[tuple[_Marker, Future[int]]]) -> None:
+        body = {
+            "markers": [
+                {
+                    "producer_id": m.producer_id,
+                    "producer_epoch": m.producer_epoch,
+                    "transaction_result": m.commit,
+                    "topics": [{"name": m.topic, "partition_indexes": [m.partition]}],
+                    "coordinator_epoch": m.coordinator_epoch,
+                }
+                for m, _ in batch
+            ]
+        }
+        try:
+            codes = self._call(body)
+        except Exception as e:
+            if isinstance(e, OSError):
+                # The next request reconnects (the broker restarted, the connection dropped).
+                self.close()
+            for _, answer in batch:
+                answer.set_exception(e)
+            return
+        for m, answer in batch:
+            key = (m.producer_id, m.topic, m.partition)
+            answer.set_result(codes.get(key, int(Errors.UNKNOWN_SERVER_ERROR)))
+
+    def _call(self, body: dict[str, Any]) -> dict[tuple[int, str, int], int]:
+        if self._connection is None:
+            self._connection = self._security.connect(
+                self.endpoint, timeout_s=30.0, client_id=self._client_id
+            )
+        response = self._connection.call(WRITE_TXN_MARKERS, WRITE_TXN_MARKERS_VERSION, body)
+        return {
+            (m["producer_id"], t["name"], p["partition_index"]): int(p["error_code"])
+            for m in response["markers"]
+            for t in m["topics"]
+            for p in t["partitions"]
+        }
+
+    def close(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            connection.close()
+
+
 class TransactionMarkerWriter:
     """Writes markers to local partitions itself; in cluster mode `leader_endpoint` finds
     the inter-broker endpoint of another broker's partitions, which get WriteTxnMarkers
@@ -70,6 +142,8 @@ class TransactionMarkerWriter:
         self._security = security
         self._leader_endpoint = leader_endpoint
         self._sender: ThreadPoolExecutor | None = None
+        self._destinations: dict[tuple[str, int], _Destination] = {}
+        self._destinations_lock = threading.Lock()
         if leader_endpoint is not None:
             self._sender = ThreadPoolExecutor(
                 max_workers=_SENDER_THREADS, thread_name_prefix="TxnMarkerSenderThread"
@@ -78,6 +152,10 @@ class TransactionMarkerWriter:
     def shutdown(self) -> None:
         if self._sender is not None:
             self._sender.shutdown(wait=False, cancel_futures=True)
+        with self._destinations_lock:
+            destinations, self._destinations = list(self._destinations.values()), {}
+        for destination in destinations:
+            destination.close()
 
     def write_txn_marker(
         self,
@@ -225,23 +303,10 @@ class TransactionMarkerWriter:
         return outcome[0] if written.wait(_REMOTE_RETRY_S + 5) else Errors.REQUEST_TIMED_OUT
 
     def _send(self, endpoint: tuple[str, int], marker: _Marker) -> int:
-        body = {
-            "markers": [
-                {
-                    "producer_id": marker.producer_id,
-                    "producer_epoch": marker.producer_epoch,
-                    "transaction_result": marker.commit,
-                    "topics": [{"name": marker.topic, "partition_indexes": [marker.partition]}],
-                    "coordinator_epoch": marker.coordinator_epoch,
-                }
-            ]
-        }
-        response = call_broker(
-            endpoint,
-            WRITE_TXN_MARKERS,
-            WRITE_TXN_MARKERS_VERSION,
-            body,
-            client_id=f"broker-{self._broker_id}-txn-markers",
-            security=self._security,
-        )
-        return int(response["markers"][0]["topics"][0]["partitions"][0]["error_code"])
+        with self._destinations_lock:
+            destination = self._destinations.get(endpoint)
+            if destination is None:
+                destination = self._destinations[endpoint] = _Destination(
+                    endpoint, f"broker-{self._broker_id}-txn-markers", self._security
+                )
+        return destination.send(marker)

@@ -157,6 +157,25 @@ impl PyReplicaManager {
         self.inner.set_live_brokers(Arc::clone(&live_brokers.inner));
     }
 
+    /// Whether a LeaderAndIsr's state for `topic`-`partition` is to be applied: its
+    /// leader epoch is newer than the one held here (Kafka's becomeLeaderOrFollower
+    /// answers STALE_CONTROLLER_EPOCH otherwise).
+    #[pyo3(signature = (topic, partition, leader_id, leader_epoch, *, topic_id = None))]
+    fn is_newer_leader_epoch(
+        &self,
+        topic: String,
+        partition: i32,
+        leader_id: i32,
+        leader_epoch: i32,
+        topic_id: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        let tp = TopicPartition::new(topic, partition);
+        let topic_id = self::topic_id(topic_id)?;
+        Ok(self
+            .inner
+            .is_newer_leader_epoch(&tp, leader_id, leader_epoch, topic_id))
+    }
+
     /// Leads `topic`-`partition` at `leader_epoch` (alone unless `replicas`/`isr` name
     /// followers), its log opened with `settings` on first use and `topic_id` recorded.
     /// Raises KafkaError: KAFKA_STORAGE_ERROR if its log dir failed,

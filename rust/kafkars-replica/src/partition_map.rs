@@ -140,6 +140,33 @@ impl ReplicaManager {
         offline
     }
 
+    /// Kafka's leader epoch check in becomeLeaderOrFollower: a LeaderAndIsr partition
+    /// state is applied only if its leader epoch is newer than the one held here (a
+    /// partition not held here has none). Returns false for an older epoch, and for the
+    /// same epoch unless it only brings a topic id this broker's log lacks (or the log
+    /// has one the request lacks): Kafka answers those STALE_CONTROLLER_EPOCH. A topic
+    /// id of another topic passes, so that becoming leader or follower refuses it with
+    /// INCONSISTENT_TOPIC_ID as Kafka checks it first.
+    pub fn is_newer_leader_epoch(
+        &self,
+        tp: &TopicPartition,
+        leader_id: i32,
+        leader_epoch: i32,
+        topic_id: Uuid,
+    ) -> bool {
+        let Some(p) = self.partition(tp) else {
+            return true;
+        };
+        let current = p.leader_epoch();
+        let log_topic_id = partition_metadata::read(&p.log().dir()).ok().flatten();
+        match log_topic_id {
+            Some(id) if !topic_id.is_nil() && id != *topic_id.as_bytes() => true,
+            _ if leader_epoch != current => leader_epoch > current,
+            None => !topic_id.is_nil(),
+            Some(_) => topic_id.is_nil() && leader_id != self.broker_id,
+        }
+    }
+
     /// Leads `tp` at `state`'s leader epoch (a new epoch or a new role resets the
     /// followers' positions); KAFKA_STORAGE_ERROR if its log dir failed.
     pub fn become_leader(
@@ -358,6 +385,33 @@ mod tests {
         m.become_leader(&tp("t", 0), config, state(2, &[1, 2], &[1, 2]), 2)
             .unwrap();
         assert_eq!(p.replica_state(2).unwrap().log_end_offset, -1);
+        m.shutdown();
+    }
+
+    #[test]
+    fn only_a_newer_leader_epoch_is_applied_as_kafka_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = manager(&[dir.path()], Arc::new(MockClock::new(0)));
+        let t0 = tp("t", 0);
+        let (id, other) = (Uuid::from_u128(7), Uuid::from_u128(8));
+        // Not held here: any epoch, the first one 0 included.
+        assert!(m.is_newer_leader_epoch(&t0, 1, 0, id));
+        m.become_leader(&t0, LogConfig::default(), state(3, &[1, 2], &[1, 2]), 1)
+            .unwrap();
+        assert!(m.is_newer_leader_epoch(&t0, 2, 4, id));
+        assert!(!m.is_newer_leader_epoch(&t0, 2, 2, id));
+        // The same epoch passes only to bring the topic id the log lacks.
+        assert!(m.is_newer_leader_epoch(&t0, 1, 3, id));
+        assert!(!m.is_newer_leader_epoch(&t0, 1, 3, Uuid::nil()));
+        let mut s = state(3, &[1, 2], &[1, 2]);
+        s.topic_id = id;
+        m.become_leader(&t0, LogConfig::default(), s, 1).unwrap();
+        assert!(!m.is_newer_leader_epoch(&t0, 1, 3, id));
+        // A follower told of no topic id drops the log's; a leader does not.
+        assert!(m.is_newer_leader_epoch(&t0, 2, 3, Uuid::nil()));
+        assert!(!m.is_newer_leader_epoch(&t0, 1, 3, Uuid::nil()));
+        // Another topic's id is left to become_leader's INCONSISTENT_TOPIC_ID.
+        assert!(m.is_newer_leader_epoch(&t0, 1, 2, other));
         m.shutdown();
     }
 

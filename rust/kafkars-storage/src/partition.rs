@@ -331,7 +331,7 @@ impl Partition {
             if st.leader_id != self.local_broker_id {
                 return Err(self.not_leader(&st));
             }
-            let min_isr = self.min_insync_replicas.load(Ordering::Acquire);
+            let min_isr = self.effective_min_isr(&st);
             if required_acks == -1 && (st.isr.len() as i32) < min_isr {
                 return Err(LogError::NotEnoughReplicas(format!(
                     "the ISR of {} has {} replica(s), fewer than min.insync.replicas={min_isr}",
@@ -427,13 +427,17 @@ impl Partition {
         moved
     }
 
-    /// Whether this leader's ISR is smaller than `min.insync.replicas`, capped at the
-    /// replica count as Kafka's effectiveMinIsr does (a min.insync.replicas above the
-    /// replication factor would otherwise hold the high watermark for good).
-    fn is_under_min_isr(&self, st: &PartitionState) -> bool {
+    /// `min.insync.replicas` capped at the replica count (Kafka's effectiveMinIsr, in 3.9
+    /// as in 4.1): a min.insync.replicas above the replication factor would otherwise
+    /// refuse every acks=all append and hold the high watermark for good.
+    fn effective_min_isr(&self, st: &PartitionState) -> i32 {
         let min_isr = self.min_insync_replicas.load(Ordering::Acquire);
-        let effective = min_isr.min(st.replicas.len() as i32);
-        st.leader_id == self.local_broker_id && (st.isr.len() as i32) < effective
+        min_isr.min(st.replicas.len().max(1) as i32)
+    }
+
+    /// Whether this leader's ISR is smaller than its effective min ISR.
+    fn is_under_min_isr(&self, st: &PartitionState) -> bool {
+        st.leader_id == self.local_broker_id && (st.isr.len() as i32) < self.effective_min_isr(st)
     }
 
     fn maybe_increment_high_watermark_quietly(&self) -> bool {
@@ -647,8 +651,7 @@ impl Partition {
         if self.log.high_watermark() < required_offset {
             return None;
         }
-        let min_isr = self.min_insync_replicas.load(Ordering::Acquire);
-        if (st.isr.len() as i32) < min_isr {
+        if (st.isr.len() as i32) < self.effective_min_isr(&st) {
             Some(ResponseError::NotEnoughReplicasAfterAppend.code())
         } else {
             Some(0)
@@ -768,6 +771,26 @@ mod tests {
         assert_eq!(p.check_enough_replicas_reach_offset(6), Some(0));
         p.make_follower(3, 2, vec![1, 2, 3], vec![3]);
         assert_eq!(p.check_enough_replicas_reach_offset(6), Some(6));
+    }
+
+    #[test]
+    fn acks_all_needs_at_most_the_replica_count_in_the_isr() {
+        // Kafka's effectiveMinIsr: min.insync.replicas=3 on two replicas asks for two.
+        let dir = tempfile::tempdir().unwrap();
+        let clock = Arc::new(MockClock::new(0));
+        let (p, _) = partition(dir.path(), clock.clone());
+        p.set_min_insync_replicas(3);
+        p.make_leader(1, vec![1, 2], vec![1, 2]);
+        p.append_records_to_leader(&batch(2), -1).unwrap();
+        p.update_follower_fetch_state(2, 2).unwrap();
+        assert_eq!(p.check_enough_replicas_reach_offset(2), Some(0));
+        clock.advance(30_001);
+        assert_eq!(p.maybe_shrink_isr(30_000), Some(vec![1]));
+        let err = p.append_records_to_leader(&batch(1), -1).unwrap_err();
+        assert_eq!(err.kafka_error_code(), 19);
+        // A leader alone: its one replica is enough.
+        p.make_leader(2, vec![1], vec![1]);
+        p.append_records_to_leader(&batch(1), -1).unwrap();
     }
 
     #[test]
