@@ -450,12 +450,12 @@ def test_topic_config_change_reaches_every_broker(cluster: Cluster) -> None:
     leader, _, _ = partition_metadata(cluster, topic, 0)
     other = min(set(cluster.brokers) - {leader})
     admin = AdminClient(quiet({"bootstrap.servers": cluster.brokers[other].bootstrap_servers}))
-    # More in-sync replicas than the partition has: the leader must refuse acks=all.
+    # A batch larger than max.message.bytes: the leader must refuse it (MESSAGE_TOO_LARGE).
     resource = ConfigResource(
         "topic",
         topic,
         incremental_configs=[
-            ConfigEntry("min.insync.replicas", "4", incremental_operation=AlterConfigOpType.SET)
+            ConfigEntry("max.message.bytes", "200", incremental_operation=AlterConfigOpType.SET)
         ],
     )
     admin.incremental_alter_configs([resource])[resource].result(30)
@@ -466,22 +466,23 @@ def test_topic_config_change_reaches_every_broker(cluster: Cluster) -> None:
             quiet(
                 {
                     "bootstrap.servers": cluster.brokers[leader].bootstrap_servers,
-                    "acks": "all",
                     "retries": 0,
                     "message.timeout.ms": 5000,
                 }
             )
         )
-        p.produce(topic, b"x", partition=0, on_delivery=lambda err, _: errors.append(str(err)))
+        p.produce(
+            topic, b"x" * 1000, partition=0, on_delivery=lambda err, _: errors.append(str(err))
+        )
         p.flush(10)
-        return bool(errors) and "NOT_ENOUGH_REPLICAS" in errors[-1]
+        return bool(errors) and "MSG_SIZE_TOO_LARGE" in errors[-1]
 
-    wait_for(refused, 20, "the leader to apply min.insync.replicas=4")
+    wait_for(refused, 20, "the leader to apply max.message.bytes=200")
     third = (set(cluster.brokers) - {leader, other}).pop()
     viewer = AdminClient(quiet({"bootstrap.servers": cluster.brokers[third].bootstrap_servers}))
     described = viewer.describe_configs([ConfigResource("topic", topic)])
     (configs,) = [f.result(30) for f in described.values()]
-    assert configs["min.insync.replicas"].value == "4"
+    assert configs["max.message.bytes"].value == "200"
 
 
 def test_rolling_restart_under_load_loses_nothing(cluster: Cluster) -> None:
