@@ -157,6 +157,12 @@ impl ReplicaManager {
         let Some(p) = self.partition(tp) else {
             return true;
         };
+        // An offline replica is answered KAFKA_STORAGE_ERROR whatever the epoch (Kafka
+        // checks HostedPartition.Offline first): the controller learns from it which
+        // replicas a failed log dir took, in a LeaderAndIsr at the current epoch.
+        if self.in_offline_dir(&p) {
+            return true;
+        }
         let current = p.leader_epoch();
         let log_topic_id = partition_metadata::read(&p.log().dir()).ok().flatten();
         match log_topic_id {
@@ -529,8 +535,11 @@ mod tests {
         assert!(!in_one.is_empty() && in_one.len() < 4, "both dirs are used");
         assert_eq!(m.handle_log_dir_failure(one.path()), in_one);
         assert!(m.handle_log_dir_failure(one.path()).is_empty());
+        // The controller's LeaderAndIsr at the current epoch reaches the storage error
+        // (not STALE_CONTROLLER_EPOCH), which tells it the replica is offline.
+        assert!(m.is_newer_leader_epoch(&in_one[0], 1, 0, Uuid::nil()));
         let e = m
-            .become_leader(&in_one[0], LogConfig::default(), state(1, &[], &[]), 1)
+            .become_leader(&in_one[0], LogConfig::default(), state(0, &[], &[]), 1)
             .unwrap_err();
         assert_eq!(
             e.kafka_error_code(),
