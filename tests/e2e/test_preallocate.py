@@ -68,15 +68,16 @@ def test_preallocated_segments_survive_sigkill_and_are_trimmed(
     produce(b.bootstrap_servers, topic, 0, 12000)
     produce(b.bootstrap_servers, plain, 0, 100)
     sizes = log_sizes(part)
-    assert len(sizes) == 2
-    assert sizes[0] < SEGMENT_BYTES, "the rolled segment is trimmed to its data"
-    assert sizes[1] == SEGMENT_BYTES, "the active segment is preallocated"
+    # Two segments as a rule; a loaded machine once gave three (see the stop-27 notes).
+    assert len(sizes) >= 2
+    assert all(s < SEGMENT_BYTES for s in sizes[:-1]), "rolled segments are trimmed to their data"
+    assert sizes[-1] == SEGMENT_BYTES, "the active segment is preallocated"
     (plain_size,) = log_sizes(b.log_dir / f"{plain}-0")
     assert plain_size < 100 * 200, "preallocate=false on the topic overrides the broker"
 
     b.kill()
     b.start()
-    assert log_sizes(part)[1] < SEGMENT_BYTES, "recovery cut the zero tail off"
+    assert log_sizes(part)[-1] < SEGMENT_BYTES, "recovery cut the zero tail off"
     assert consume(b.bootstrap_servers, topic, 12000) == values(0, 12000)
 
     # Appends go on after the recovered data; a clean stop trims the active segment.
