@@ -25,8 +25,9 @@ spark-connector-deps: venv ## fetch Spark's Kafka connector (spark-sql-kafka-0-1
 	  done; \
 	  ls $(SPARK_KAFKA_JARS)/spark-sql-kafka-0-10_2.13-*.jar; }
 
-bench-spark: dev spark-connector-deps ## rows/s of the kafkars data source and Spark's Kafka connector side by side (reads, writes)
+bench-spark: dev spark-connector-deps ## rows/s of the kafkars data source and Spark's Kafka connector side by side (reads, writes), then the Rust Arrow decoder beside a pure-Python one
 	$(PY) bench/spark_connectors.py $(BENCH_ARGS)
+	$(PY) bench/test_spark_decode.py
 
 # The side-by-side test runs with the rest of the Spark tests in CI: the jars come first.
 test-python: spark-connector-deps
