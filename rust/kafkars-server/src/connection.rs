@@ -15,7 +15,7 @@ use crate::config::SocketServerConfig;
 use crate::connection_quotas::ConnectionSlot;
 use crate::frame::{FrameError, parse_header};
 use crate::memory_pool::{MemoryGrant, MemoryPool};
-use crate::request_channel::{Request, RequestContext, RequestSender, Responder, Response};
+use crate::request_channel::{Request, RequestContext, Responder, Response};
 use crate::request_metrics::{RequestMetrics, RequestTimes};
 use crate::send::{ResponseWriter, write_response};
 
@@ -94,7 +94,7 @@ impl FrameReader {
 
 pub(crate) struct ConnectionHandler {
     pub(crate) context: Arc<RequestContext>,
-    pub(crate) requests: RequestSender,
+    pub(crate) requests: async_channel::Sender<Request>,
     pub(crate) metrics: Arc<RequestMetrics>,
     pub(crate) config: Arc<SocketServerConfig>,
     pub(crate) shutdown: watch::Receiver<bool>,

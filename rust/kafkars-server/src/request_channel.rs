@@ -1,15 +1,14 @@
 //! The request channel between processors and handler threads, and what flows back.
 
 use std::any::Any;
-use std::collections::VecDeque;
 use std::fs::File;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
+use tokio::sync::{OwnedSemaphorePermit, oneshot};
 
 use crate::frame::RequestHeader;
 use crate::memory_pool::MemoryGrant;
@@ -227,95 +226,21 @@ impl ResponseSend {
 
 /// Kafka's `RequestChannel`: one bounded queue (`queued.max.requests`) shared by every
 /// processor. A full queue makes processors wait, which stops them reading sockets.
-///
-/// Waking a sleeping handler thread costs a futex call and a context switch, which is much
-/// of a small request's time. So a handler thread that finds the queue empty first looks
-/// again for a short while ([`SPIN`]) before it sleeps, and a processor wakes a sleeping
-/// thread only when no thread is looking: on one connection the next request usually
-/// arrives within that while after the previous answer.
 #[derive(Clone)]
 pub struct RequestChannel {
-    shared: Arc<Shared>,
+    sender: async_channel::Sender<Request>,
+    receiver: async_channel::Receiver<Request>,
     metrics: Arc<RequestMetrics>,
     /// Nanoseconds handler threads spent waiting in [`RequestChannel::receive`].
     idle_nanos: Arc<AtomicU64>,
 }
 
-/// How long a handler thread looks for a request before it sleeps; one thread at most.
-/// About a processor's wake-up and hand-over time: long enough to catch the next request
-/// of a busy connection, short enough to cost little CPU when load is low.
-const SPIN: Duration = Duration::from_micros(50);
-
-struct Shared {
-    queue: Mutex<Queue>,
-    /// Signalled for sleeping handler threads.
-    available: Condvar,
-    /// Requests queued, readable without the lock by the looking thread.
-    queued: AtomicUsize,
-    /// Free places in the queue: processors wait here when it is full.
-    slots: Semaphore,
-}
-
-#[derive(Default)]
-struct Queue {
-    requests: VecDeque<Request>,
-    closed: bool,
-    /// Handler threads looking without sleeping (0 or 1).
-    spinning: usize,
-    /// Handler threads sleeping on `available`.
-    sleeping: usize,
-}
-
-impl Shared {
-    /// Takes the front request; wakes a sleeping thread for what is left behind when no
-    /// thread is looking, so a queue never waits on a busy thread.
-    fn pop(&self, queue: &mut Queue) -> Option<Request> {
-        let request = queue.requests.pop_front()?;
-        self.queued.store(queue.requests.len(), Ordering::Relaxed);
-        self.slots.add_permits(1);
-        if !queue.requests.is_empty() && queue.spinning == 0 && queue.sleeping > 0 {
-            self.available.notify_one();
-        }
-        Some(request)
-    }
-}
-
-/// The processors' end of the [`RequestChannel`].
-#[derive(Clone)]
-pub(crate) struct RequestSender(Arc<Shared>);
-
-impl RequestSender {
-    /// Queues `request`, waiting while the queue is full (back-pressure, never a drop);
-    /// gives it back once the channel is closed.
-    pub(crate) async fn send(&self, request: Request) -> Result<(), Request> {
-        match self.0.slots.acquire().await {
-            Ok(permit) => permit.forget(),
-            Err(_) => return Err(request),
-        }
-        let mut queue = lock(&self.0.queue);
-        if queue.closed {
-            return Err(request);
-        }
-        queue.requests.push_back(request);
-        self.0.queued.store(queue.requests.len(), Ordering::Relaxed);
-        let wake = queue.spinning == 0 && queue.sleeping > 0;
-        drop(queue);
-        if wake {
-            self.0.available.notify_one();
-        }
-        Ok(())
-    }
-}
-
 impl RequestChannel {
     pub fn new(queued_max_requests: usize) -> Self {
+        let (sender, receiver) = async_channel::bounded(queued_max_requests.max(1));
         Self {
-            shared: Arc::new(Shared {
-                queue: Mutex::new(Queue::default()),
-                available: Condvar::new(),
-                queued: AtomicUsize::new(0),
-                slots: Semaphore::new(queued_max_requests.max(1)),
-            }),
+            sender,
+            receiver,
             metrics: Arc::new(RequestMetrics::new()),
             idle_nanos: Arc::new(AtomicU64::new(0)),
         }
@@ -332,73 +257,34 @@ impl RequestChannel {
         Arc::clone(&self.metrics)
     }
 
-    pub(crate) fn sender(&self) -> RequestSender {
-        RequestSender(Arc::clone(&self.shared))
+    pub(crate) fn sender(&self) -> async_channel::Sender<Request> {
+        self.sender.clone()
     }
 
     /// Blocks the calling (handler) thread until a request arrives; `None` once closed and
     /// drained.
     pub fn receive(&self) -> Option<Request> {
         let waiting = Instant::now();
-        let received = self.take(waiting);
+        let received = self.receiver.recv_blocking();
         let idle = u64::try_from(waiting.elapsed().as_nanos()).unwrap_or(u64::MAX);
         self.idle_nanos.fetch_add(idle, Ordering::Relaxed);
-        let mut request = received?;
+        let mut request = received.ok()?;
         request.responder.times.dequeued = Some(Instant::now());
         Some(request)
     }
 
-    fn take(&self, started: Instant) -> Option<Request> {
-        let shared = &*self.shared;
-        let mut queue = lock(&shared.queue);
-        if let Some(request) = shared.pop(&mut queue) {
-            return Some(request);
-        }
-        if queue.spinning == 0 && !queue.closed {
-            queue.spinning = 1;
-            drop(queue);
-            let deadline = started + SPIN;
-            while shared.queued.load(Ordering::Relaxed) == 0 && Instant::now() < deadline {
-                // Yielding rather than spinning lets a processor that shares this core
-                // run (the one about to queue the request, say).
-                std::thread::yield_now();
-            }
-            queue = lock(&shared.queue);
-            queue.spinning = 0;
-            if let Some(request) = shared.pop(&mut queue) {
-                return Some(request);
-            }
-        }
-        loop {
-            if queue.closed {
-                return None;
-            }
-            queue.sleeping += 1;
-            queue = shared
-                .available
-                .wait(queue)
-                .unwrap_or_else(|e| e.into_inner());
-            queue.sleeping -= 1;
-            if let Some(request) = shared.pop(&mut queue) {
-                return Some(request);
-            }
-        }
-    }
-
     /// Requests waiting for a handler.
     pub fn len(&self) -> usize {
-        self.shared.queued.load(Ordering::Relaxed)
+        self.receiver.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.receiver.is_empty()
     }
 
     /// Stops accepting requests; handlers drain what is queued and then see `None`.
     pub fn close(&self) {
-        lock(&self.shared.queue).closed = true;
-        self.shared.slots.close();
-        self.shared.available.notify_all();
+        self.sender.close();
     }
 }
 
