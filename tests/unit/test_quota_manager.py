@@ -17,6 +17,7 @@ from kafkars.server.quota_manager import (
 
 def test_precedence_from_most_to_least_specific(tmp_path: Path) -> None:
     store = QuotaStore(tmp_path / "quotas.json")
+    assert not store.has_quotas()
     store.alter((None, DEFAULT), {PRODUCE: 100}, [])
     assert store.quota("alice", "app", PRODUCE) == 100
     store.alter((None, "app"), {PRODUCE: 200}, [])
@@ -32,6 +33,7 @@ def test_precedence_from_most_to_least_specific(tmp_path: Path) -> None:
     # Persisted; removing the last key removes the entity.
     again = QuotaStore(tmp_path / "quotas.json")
     assert again.quota("alice", "app", PRODUCE) == 500
+    assert again.has_quotas()
     again.alter(("alice", "app"), {}, [PRODUCE])
     assert ("alice", "app") not in again.entities()
     assert QuotaStore(tmp_path / "quotas.json").quota("alice", "app", PRODUCE) == 400

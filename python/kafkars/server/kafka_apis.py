@@ -314,8 +314,9 @@ class KafkaApis:
 
     def handle(self, request: Any) -> dict[str, Any] | None:
         key = request.api_key
-        handler = self.handlers.get(ApiKey(key)) if key in ApiKey._value2member_map_ else None
-        supported = self.advertised.get(ApiKey(key)) if handler else None
+        # ApiKey is an IntEnum: the int key finds its member's entry directly.
+        handler = self.handlers.get(key)
+        supported = self.advertised.get(key) if handler else None
         # An API or version this broker does not serve closes the connection, as Kafka's
         # does (ApiVersions excepted: KIP-511's v0 answer lists what is served).
         if handler is None or supported is None:
@@ -342,7 +343,7 @@ class KafkaApis:
             return None
         try:
             response = handler(self, request)
-            if self.quota_store.entities():
+            if self.quota_store.has_quotas():
                 self._throttle(request, key, response, time.perf_counter_ns() - started)
             if response is not None:
                 # Answered here rather than returned, so a response that does not encode

@@ -74,6 +74,11 @@ class QuotaStore:
                 del self._quotas[entity]
             self._save()
 
+    def has_quotas(self) -> bool:
+        """Whether any quota is set: checked per request, so without the lock (a dict's
+        truth is read atomically) and without copying."""
+        return bool(self._quotas)
+
     def entities(self) -> dict[Entity, dict[str, float]]:
         with self._lock:
             return {e: dict(v) for e, v in self._quotas.items()}

@@ -4,6 +4,7 @@
 use std::io;
 use std::os::unix::fs::FileExt;
 
+use bytes::BytesMut;
 use tokio::io::{AsyncWriteExt, Interest, WriteHalf};
 use tokio::net::TcpStream;
 use tokio::net::tcp::OwnedWriteHalf;
@@ -43,18 +44,39 @@ impl ResponseWriter {
     }
 }
 
+/// Byte chunks up to this size are gathered and written together.
+const GATHER_MAX: usize = 16 * 1024;
+
 pub(crate) async fn write_response(
     writer: &mut ResponseWriter,
     send: ResponseSend,
 ) -> io::Result<()> {
+    // The size prefix and header are a chunk of their own: written alone they would cost
+    // a syscall and, with TCP_NODELAY, a packet of a few bytes. Small byte chunks in a
+    // row go out in one write instead.
+    let mut gathered = BytesMut::new();
     for chunk in send.chunks {
         match chunk {
-            ResponseChunk::Bytes(bytes) => writer.write_all(&bytes).await?,
-            ResponseChunk::File(region) => match writer {
-                ResponseWriter::Plain(w) => send_file(w, &region).await?,
-                ResponseWriter::Tls(_) => copy_file(writer, &region).await?,
-            },
+            ResponseChunk::Bytes(bytes) if bytes.len() <= GATHER_MAX => {
+                gathered.extend_from_slice(&bytes);
+            }
+            chunk => {
+                if !gathered.is_empty() {
+                    writer.write_all(&gathered).await?;
+                    gathered.clear();
+                }
+                match chunk {
+                    ResponseChunk::Bytes(bytes) => writer.write_all(&bytes).await?,
+                    ResponseChunk::File(region) => match writer {
+                        ResponseWriter::Plain(w) => send_file(w, &region).await?,
+                        ResponseWriter::Tls(_) => copy_file(writer, &region).await?,
+                    },
+                }
+            }
         }
+    }
+    if !gathered.is_empty() {
+        writer.write_all(&gathered).await?;
     }
     // TLS buffers records until flushed; plaintext writes are already on the socket.
     writer.flush().await

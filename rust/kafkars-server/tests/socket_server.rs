@@ -111,6 +111,44 @@ fn responses_keep_request_order_and_carry_file_regions() {
 }
 
 #[test]
+fn many_connections_through_a_small_queue_are_all_answered_in_order() {
+    // More connections than handler threads and queue places: requests wait in the
+    // queue or in front of it, and none may be left without a handler awake to take it.
+    let (_dir, file) = segment_file(b"R");
+    let mut cfg = config();
+    cfg.queued_max_requests = 2;
+    let (server, channel, pool, port) = start(file, 1, cfg);
+    let clients: Vec<_> = (0..8)
+        .map(|c| {
+            std::thread::spawn(move || {
+                let mut client = TcpStream::connect(("127.0.0.1", port)).unwrap();
+                client
+                    .set_read_timeout(Some(Duration::from_secs(10)))
+                    .unwrap();
+                for round in 0..20 {
+                    // A few pipelined requests, then their answers, in order.
+                    for i in 0..3 {
+                        let id = c * 1000 + round * 10 + i;
+                        client.write_all(&frame(id, b"x")).unwrap();
+                    }
+                    for i in 0..3 {
+                        let id = c * 1000 + round * 10 + i;
+                        let body = read_response(&mut client);
+                        assert_eq!(&body[4..], format!("{id}:xR").as_bytes());
+                    }
+                }
+            })
+        })
+        .collect();
+    for client in clients {
+        client.join().unwrap();
+    }
+    server.shutdown();
+    channel.close();
+    pool.join();
+}
+
+#[test]
 fn hostile_frames_close_only_their_connection() {
     let (_dir, file) = segment_file(b"R");
     let (server, channel, pool, port) = start(file, 1, config());

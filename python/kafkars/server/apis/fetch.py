@@ -102,7 +102,7 @@ def handle_fetch(apis: KafkaApis, request: Any) -> dict[str, Any] | None:
         # client naming one is told it does not exist and falls back to full fetches.
         return {**fetch_response([]), "error_code": int(Errors.FETCH_SESSION_ID_NOT_FOUND)}
     quota = None
-    if apis.quota_store.entities():
+    if apis.quota_store.has_quotas():
         # Only with client quotas configured does the answer come back through Python.
         def quota(size: int) -> int:
             return apis.record_fetch_bytes(request, size)

@@ -70,5 +70,5 @@ def handle_produce(apis: KafkaApis, request: Any) -> None:
         )
         for t in body["topic_data"]
     ]
-    throttle_ms = apis.record_produce_bytes(request) if apis.quota_store.entities() else 0
+    throttle_ms = apis.record_produce_bytes(request) if apis.quota_store.has_quotas() else 0
     apis.delayed_operations.produce(request, acks, body["timeout_ms"], topics, throttle_ms)
