@@ -6,17 +6,17 @@ first, whose transaction then never becomes visible."""
 
 from __future__ import annotations
 
-import time
 import uuid
 
 import pyarrow as pa
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Message, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafkars import _core
 from kafkars.broker import Broker
 from kafkars.protocol import Errors, KafkaError
+from kafkars.testing.consume import read_to_end
 
 PARTITIONS = 6
 
@@ -31,30 +31,9 @@ def bootstrap(broker: Broker) -> list[tuple[str, int]]:
     return [(host, int(port))]
 
 
-def consume(broker: Broker, topic: str, *, committed: bool = False) -> list[object]:
-    c = Consumer(
-        {
-            "bootstrap.servers": broker.bootstrap_servers,
-            "group.id": f"check-{uuid.uuid4().hex[:8]}",
-            "isolation.level": "read_committed" if committed else "read_uncommitted",
-            "enable.partition.eof": True,
-        }
-    )
-    try:
-        c.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
-        out, eof = [], set()
-        deadline = time.monotonic() + 30
-        while len(eof) < PARTITIONS and time.monotonic() < deadline:
-            m = c.poll(0.5)
-            if m is None:
-                continue
-            if m.error():
-                eof.add(m.partition())
-                continue
-            out.append(m)
-        return out
-    finally:
-        c.close()
+def consume(broker: Broker, topic: str, *, committed: bool = False) -> list[Message]:
+    isolation = "read_committed" if committed else "read_uncommitted"
+    return read_to_end(broker.bootstrap_servers, topic, PARTITIONS, isolation_level=isolation)
 
 
 def test_keyed_rows_land_where_murmur2_puts_them(broker: Broker, topic: str) -> None:
