@@ -48,7 +48,7 @@ test-rust: ## Rust unit and property tests (the whole workspace, the PyO3 crate 
 test-python: ## Python tests against real brokers and clients
 	$(PY) -m pytest -q
 
-test-long: dev reference-deps java-tests spark-connector-deps ## the tests marked `long` (the reference Kafka side of the ecosystem and migration tests), left out of CI
+test-long: dev reference-deps java-tests spark-connector-deps ## the tests marked `long` (the reference Kafka side of the ecosystem and migration tests, the long mixed-cluster ones), left out of CI
 	KAFKARS_LONG=1 $(PY) -m pytest -q -m long
 
 # Short smokes of the long suites (fuzz, chaos); each mk/*.mk adds its own with `test-smoke:: <target>`.

@@ -12,8 +12,9 @@ from kafkars.broker import Broker
 
 # `long` tests run only with KAFKARS_LONG=1 (`make test-long`): the reference Apache Kafka
 # side of the Java ecosystem and consumer-group migration tests (the kafkars side runs in
-# CI), and the few slowest scenarios whose ground CI covers elsewhere. CI stays under its
-# 30-minute budget; the notes give test-long's results.
+# CI), the long mixed-cluster tests (`make mixed` runs those too), and the few slowest
+# scenarios whose ground CI covers elsewhere. CI stays under its 30-minute budget; the
+# notes give test-long's results.
 LONG = os.environ.get("KAFKARS_LONG") == "1"
 
 

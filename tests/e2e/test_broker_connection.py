@@ -7,11 +7,13 @@ from __future__ import annotations
 import socket
 from collections.abc import Iterator
 
+import click
 import pytest
 
 from kafkars import _core
 from kafkars.broker import Broker
 from kafkars.security.client_auth import AuthenticationError
+from kafkars.tools.client import WireClient
 
 API_VERSIONS, METADATA, SASL_HANDSHAKE = 18, 3, 17
 JAAS = (
@@ -88,6 +90,23 @@ def test_an_unreachable_broker_is_an_oserror() -> None:
         port = s.getsockname()[1]
     with pytest.raises(ConnectionRefusedError):
         _core.BrokerConnection("127.0.0.1", port, timeout_s=2)
+
+
+def test_a_broker_that_does_not_answer_is_a_timeout() -> None:
+    """A listener that takes the connection and never answers: the socket's read timeout
+    is TimeoutError (an OSError), and the tools say they timed out, not that the
+    connection was lost."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        port = silent.getsockname()[1]
+        with _core.BrokerConnection("127.0.0.1", port, timeout_s=0.3) as conn:
+            with pytest.raises(TimeoutError, match="timed out"):
+                conn.call(METADATA, 1, {"topics": None})
+            assert conn.closed
+        tool = WireClient("127.0.0.1", port, 0.3, {})
+        with pytest.raises(click.ClickException, match="timed out waiting for"):
+            tool.call(METADATA, 1, {"topics": None})
 
 
 def test_the_spark_reader_plans_and_fetches_over_sasl(plain_broker: Broker, topic: str) -> None:

@@ -6,17 +6,17 @@ first, whose transaction then never becomes visible."""
 
 from __future__ import annotations
 
-import time
 import uuid
 
 import pyarrow as pa
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Message, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafkars import _core
 from kafkars.broker import Broker
 from kafkars.protocol import Errors, KafkaError
+from kafkars.testing.consume import read_to_end
 
 PARTITIONS = 6
 
@@ -31,30 +31,9 @@ def bootstrap(broker: Broker) -> list[tuple[str, int]]:
     return [(host, int(port))]
 
 
-def consume(broker: Broker, topic: str, *, committed: bool = False) -> list[object]:
-    c = Consumer(
-        {
-            "bootstrap.servers": broker.bootstrap_servers,
-            "group.id": f"check-{uuid.uuid4().hex[:8]}",
-            "isolation.level": "read_committed" if committed else "read_uncommitted",
-            "enable.partition.eof": True,
-        }
-    )
-    try:
-        c.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
-        out, eof = [], set()
-        deadline = time.monotonic() + 30
-        while len(eof) < PARTITIONS and time.monotonic() < deadline:
-            m = c.poll(0.5)
-            if m is None:
-                continue
-            if m.error():
-                eof.add(m.partition())
-                continue
-            out.append(m)
-        return out
-    finally:
-        c.close()
+def consume(broker: Broker, topic: str, *, committed: bool = False) -> list[Message]:
+    isolation = "read_committed" if committed else "read_uncommitted"
+    return read_to_end(broker.bootstrap_servers, topic, PARTITIONS, isolation_level=isolation)
 
 
 def test_keyed_rows_land_where_murmur2_puts_them(broker: Broker, topic: str) -> None:
@@ -131,3 +110,22 @@ def test_null_keyed_rows_stick_to_a_partition_per_batch(broker: Broker, topic: s
         where.setdefault(m.value(), set()).add(m.partition())
     assert all(len(p) == 1 for p in where.values()), where
     assert len(set().union(*where.values())) == 3, where
+
+
+def test_a_failed_send_starts_a_new_epoch(broker: Broker, topic: str) -> None:
+    """A batch the broker refuses (over the topic's max.message.bytes) took sequence
+    numbers it never wrote: the next send comes with the next epoch from sequence 0, as
+    Kafka's idempotent producer does (KIP-360), instead of OUT_OF_ORDER_SEQUENCE_NUMBER."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    new = NewTopic(topic, 1, 1, config={"max.message.bytes": "2000"})
+    admin.create_topics([new])[topic].result(30)
+    producer = _core.Producer(bootstrap(broker))
+    producer.send(pa.RecordBatch.from_pydict({"value": [b"before"] * 3}), topic)
+    producer_id, epoch = producer.producer_id_and_epoch
+    with pytest.raises(KafkaError) as refused:
+        producer.send(pa.RecordBatch.from_pydict({"value": [b"x" * 5000]}), topic)
+    assert refused.value.code == Errors.MESSAGE_TOO_LARGE
+    producer.send(pa.RecordBatch.from_pydict({"value": [b"after"] * 2}), topic)
+    assert producer.producer_id_and_epoch == (producer_id, epoch + 1)
+    values = [m.value() for m in read_to_end(broker.bootstrap_servers, topic, 1)]
+    assert values == [b"before"] * 3 + [b"after"] * 2

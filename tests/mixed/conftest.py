@@ -42,22 +42,11 @@ KAFKA_ONLY = {
     "inter.broker.protocol.version": INTER_BROKER_PROTOCOL_VERSION,
 }
 
-LONG = os.environ.get("KAFKARS_MIXED_LONG") == "1"
+# KAFKARS_LONG=1 (`make mixed`) runs the tests marked `long` (tests/conftest.py) and
+# holds each fault longer, twice.
+LONG = os.environ.get("KAFKARS_LONG") == "1"
 # A directory to copy every broker's whole log into after each test (KAFKARS_MIXED_LOGS).
 KEEP_LOGS = os.environ.get("KAFKARS_MIXED_LOGS")
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "mixed_long: a long mixed-cluster test (make mixed)")
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    if LONG:
-        return
-    skip = pytest.mark.skip(reason="a long mixed-cluster test: `make mixed` runs it")
-    for item in items:
-        if "mixed_long" in item.keywords:
-            item.add_marker(skip)
 
 
 def _quiet(*_: object) -> None:

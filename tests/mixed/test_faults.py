@@ -45,7 +45,7 @@ SHAPES = {
     params=[
         # About 100 s each: the CI runs the one where a Kafka follower rejoins from a
         # kafkars leader and the kafkars controller fails over; `make mixed` both.
-        pytest.param("kafka-controller", marks=pytest.mark.mixed_long),
+        pytest.param("kafka-controller", marks=pytest.mark.long),
         "kafkars-controller",
     ]
 )

@@ -20,7 +20,7 @@ from .load import QUIET
 from .test_mixed import consume, create_topic, metadata, produce, wait_for
 
 # About 35 s a controller kind: `make mixed` (the CI runs the faults instead).
-pytestmark = [needs_mixed, pytest.mark.mixed_long]
+pytestmark = [needs_mixed, pytest.mark.long]
 
 
 @pytest.fixture(params=["kafka", "kafkars"])

@@ -38,7 +38,7 @@ def kafka_trio():  # type: ignore[no-untyped-def]
     "back",
     [
         pytest.param(False, id="to-kafkars"),
-        pytest.param(True, id="and-back", marks=pytest.mark.mixed_long),
+        pytest.param(True, id="and-back", marks=pytest.mark.long),
     ],
 )
 def test_rolling_migration(kafka_trio: MixedCluster, back: bool) -> None:

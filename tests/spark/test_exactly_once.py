@@ -17,9 +17,10 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 
 from kafkars.broker import Broker
+from kafkars.testing.consume import read_to_end
 from kafkars_spark.source import COMMITS_TOPIC, ensure_commits_topic, produce_exactly_once
 
 from .test_source import create, read
@@ -29,31 +30,8 @@ PIPELINE = Path(__file__).with_name("eos_pipeline.py")
 
 
 def committed_values(broker: Broker, topic: str, partitions: int) -> list[bytes]:
-    """Everything a read_committed consumer sees in `topic`, up to the last stable offset."""
-    c = Consumer(
-        {
-            "bootstrap.servers": broker.bootstrap_servers,
-            "group.id": f"check-{uuid.uuid4().hex[:8]}",
-            "isolation.level": "read_committed",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-        }
-    )
-    try:
-        c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-        out, eof = [], set()
-        deadline = time.monotonic() + 30
-        while len(eof) < partitions and time.monotonic() < deadline:
-            m = c.poll(0.5)
-            if m is None:
-                continue
-            if m.error():
-                eof.add(m.partition())
-                continue
-            out.append(m.value())
-        return out
-    finally:
-        c.close()
+    """Every value a read_committed consumer sees in `topic`, up to the last stable offset."""
+    return [m.value() for m in read_to_end(broker.bootstrap_servers, topic, partitions)]
 
 
 def test_batch_write_exactly_once(spark: Any, broker: Broker, topic: str) -> None:

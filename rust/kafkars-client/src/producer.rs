@@ -4,7 +4,8 @@
 //! to each partition's leader with the producer id, epoch and sequence numbers that let
 //! the broker drop a retried batch it already has. Retriable errors (a leader moving,
 //! a broker restarting) refresh the metadata and resend the same batches until
-//! `delivery_timeout`.
+//! `delivery_timeout`. After a send fails, the next one starts a new producer epoch with
+//! sequence numbers from 0, as Kafka's producer does since KIP-360.
 //!
 //! With a `transactional_id` it is Kafka's transactional producer: `init_transactions`
 //! (FindCoordinator, InitProducerId, which fences any older producer of the id and ends
@@ -178,6 +179,9 @@ pub struct Producer {
     /// batches go without one, as a producer without idempotence sends them, so the
     /// Produce answer says which topic may not be written.
     idempotence_denied: bool,
+    /// A send of the idempotent producer failed: its sequences may have run past what
+    /// the broker wrote, so the next send starts a new epoch (Kafka's KIP-360).
+    epoch_bump_required: bool,
 }
 
 impl Producer {
@@ -197,6 +201,7 @@ impl Producer {
             in_transaction: false,
             txn_partitions: HashSet::new(),
             idempotence_denied: false,
+            epoch_bump_required: false,
         }
     }
 
@@ -679,6 +684,8 @@ impl Producer {
         }
         if self.producer_id < 0 && !self.idempotence_denied {
             self.init_producer_id()?;
+        } else if self.epoch_bump_required {
+            self.bump_idempotent_epoch()?;
         }
         // Records per partition in arrival order, cut at about batch_bytes.
         let mut order: Vec<TopicPartition> = Vec::new();
@@ -745,6 +752,22 @@ impl Producer {
         if self.in_transaction {
             self.add_partitions_to_txn(&order)?;
         }
+        // The null-keyed records of the next call go to another partition.
+        self.sticky.clear();
+        let sent = self.send_pending(order, pending);
+        if sent.is_err() && self.config.transactional_id.is_none() && self.producer_id >= 0 {
+            // A transactional producer's failed send is undone by aborting instead.
+            self.epoch_bump_required = true;
+        }
+        sent.map(|()| count)
+    }
+
+    /// Builds each partition's batches (advancing its sequence) and sends them.
+    fn send_pending(
+        &mut self,
+        order: Vec<TopicPartition>,
+        mut pending: HashMap<TopicPartition, Vec<(usize, Vec<NewRecord>)>>,
+    ) -> Result<(), ClientError> {
         let mut queues: Vec<(TopicPartition, std::collections::VecDeque<Bytes>)> = Vec::new();
         for tp in order {
             let mut queue = std::collections::VecDeque::new();
@@ -753,10 +776,21 @@ impl Producer {
             }
             queues.push((tp, queue));
         }
-        // The null-keyed records of the next call go to another partition.
-        self.sticky.clear();
-        self.send_batches(queues)?;
-        Ok(count)
+        self.send_batches(queues)
+    }
+
+    /// As Kafka's idempotent producer after a failed batch: the next epoch of the same
+    /// producer id, every partition's sequence from 0 (the broker takes sequence 0 of a
+    /// newer epoch whatever it last wrote); a new producer id once the epoch is exhausted.
+    fn bump_idempotent_epoch(&mut self) -> Result<(), ClientError> {
+        if self.producer_epoch == i16::MAX {
+            self.init_producer_id()?;
+        } else {
+            self.producer_epoch += 1;
+            self.sequences.clear();
+        }
+        self.epoch_bump_required = false;
+        Ok(())
     }
 
     fn sticky_partition(&mut self, topic: &str, partitions: usize) -> i32 {

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use kafka_protocol::messages::ApiKey;
 use kafkars_client::{ClientError, ConnectOptions, SaslLogin, Security};
-use pyo3::exceptions::{PyConnectionError, PyValueError};
+use pyo3::exceptions::{PyConnectionError, PyTimeoutError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -78,11 +78,21 @@ impl PySecurity {
 
 /// The Python exception for a client error: a refused login or certificate is
 /// `AuthenticationError` (a ConnectionError, with `error_code`), the socket's errors are
-/// OSErrors, a response that cannot be read or a request that cannot be sent ValueError.
+/// OSErrors (TimeoutError when the broker did not answer in time), a response that cannot
+/// be read or a request that cannot be sent ValueError.
 pub(crate) fn client_error(py: Python<'_>, e: ClientError) -> PyErr {
     match e {
         ClientError::Io(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => {
             PyConnectionError::new_err(format!("the broker closed the connection: {io}"))
+        }
+        // A socket read or write timeout is WouldBlock on Unix (EAGAIN), TimedOut on Windows.
+        ClientError::Io(io)
+            if matches!(
+                io.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ) =>
+        {
+            PyTimeoutError::new_err("timed out waiting for the broker")
         }
         ClientError::Io(io) => PyErr::from(io),
         e if e.is_authentication() => {

@@ -106,6 +106,21 @@ fn topic_id(id: Option<&Bound<'_, PyAny>>) -> PyResult<Uuid> {
     id.map_or(Ok(Uuid::nil()), Uuid::from_py)
 }
 
+/// A LeaderAndIsr partition state from `become_leader`/`become_follower`'s arguments.
+fn partition_state(
+    leader_epoch: i32,
+    replicas: Option<Vec<i32>>,
+    isr: Option<Vec<i32>>,
+    topic_id: Option<&Bound<'_, PyAny>>,
+) -> PyResult<LeaderAndIsrPartitionState> {
+    Ok(LeaderAndIsrPartitionState {
+        leader_epoch,
+        replicas: replicas.unwrap_or_default(),
+        isr: isr.unwrap_or_default(),
+        topic_id: self::topic_id(topic_id)?,
+    })
+}
+
 /// `(topic, partition, leader_epoch, isr)`: an ISR change as Python sees it.
 type PyIsrChange = (String, i32, i32, Vec<i32>);
 
@@ -195,12 +210,7 @@ impl PyReplicaManager {
         topic_id: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyPartition> {
         let config = log_config(settings)?;
-        let state = LeaderAndIsrPartitionState {
-            leader_epoch,
-            replicas: replicas.unwrap_or_default(),
-            isr: isr.unwrap_or_default(),
-            topic_id: self::topic_id(topic_id)?,
-        };
+        let state = partition_state(leader_epoch, replicas, isr, topic_id)?;
         let tp = TopicPartition::new(topic, partition);
         py.detach(|| {
             self.inner
@@ -229,12 +239,7 @@ impl PyReplicaManager {
         topic_id: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyPartition> {
         let config = log_config(settings)?;
-        let state = LeaderAndIsrPartitionState {
-            leader_epoch,
-            replicas: replicas.unwrap_or_default(),
-            isr: isr.unwrap_or_default(),
-            topic_id: self::topic_id(topic_id)?,
-        };
+        let state = partition_state(leader_epoch, replicas, isr, topic_id)?;
         let tp = TopicPartition::new(topic, partition);
         let endpoint = leader_endpoint.as_ref().map(|(h, p)| (h.as_str(), *p));
         py.detach(|| {
