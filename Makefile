@@ -27,10 +27,12 @@ venv: $(VENV)/.stamp
 BUILD_INPUTS := $(shell find rust vendor -name '*.rs' -o -name Cargo.toml 2>/dev/null) \
 	Cargo.toml Cargo.lock pyproject.toml spark_udfs/pyproject.toml
 
+# The stamp takes the build's start time, so a source edited while it builds is newer.
 $(VENV)/.dev-stamp: $(VENV)/.stamp $(BUILD_INPUTS)
+	touch $@.building
 	$(VENV)/bin/maturin develop --release --extras test,dev,spark,bench -q
 	$(VENV)/bin/pip install -q --no-deps -e spark_udfs --config-settings editable_mode=compat
-	touch $@
+	mv $@.building $@
 
 dev: $(VENV)/.dev-stamp ## build the Rust core (release), install kafkars-broker (with its extras) and kafkars-spark into .venv
 
