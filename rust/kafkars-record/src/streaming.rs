@@ -59,6 +59,29 @@ impl<R: BufRead> Source<'_, R> {
     }
 
     fn unsigned(&mut self, end: usize, max_bytes: usize, what: &str) -> Result<u64, RecordError> {
+        // When the longest varint fits both the record and the limit and is already
+        // inflated, it is decoded from the buffer rather than a call per byte.
+        let room = self.position.saturating_add(max_bytes);
+        if room <= end && room <= self.limit {
+            let chunk = self.inner.fill_buf().map_err(codec_error(self.codec))?;
+            if let Some(head) = chunk.get(..max_bytes) {
+                let mut value: u64 = 0;
+                for (i, &byte) in head.iter().enumerate() {
+                    value |= u64::from(byte & 0x7f) << (7 * i);
+                    if byte & 0x80 == 0 {
+                        if let Some(capture) = self.capture.as_deref_mut() {
+                            capture.extend_from_slice(&head[..=i]);
+                        }
+                        self.inner.consume(i + 1);
+                        self.position += i + 1;
+                        return Ok(value);
+                    }
+                }
+                return Err(RecordError::corrupt(format!(
+                    "{what} is longer than {max_bytes} bytes"
+                )));
+            }
+        }
         let mut value: u64 = 0;
         for i in 0..max_bytes {
             let byte = self.byte_before(end, what)?;
