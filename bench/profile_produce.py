@@ -29,6 +29,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m bench.profile_produce", description=__doc__)
     ap.add_argument("--size", type=int, default=1024, help="record size (1024)")
     ap.add_argument("--acks", type=int, default=1, help="acks (1)")
+    ap.add_argument(
+        "--codec",
+        default="none",
+        choices=("none", "gzip", "snappy", "lz4", "zstd"),
+        help="the producer's compression.type (none)",
+    )
     ap.add_argument("--mb", type=int, default=1000, help="megabytes to produce (1000)")
     ap.add_argument("--override", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--svg", type=Path, help="write the flame graph here")
@@ -132,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
             records=records,
             size=args.size,
             acks=args.acks,
-            codec="none",
+            codec=args.codec,
             partition=0,
         )
         cpu1 = cost.cpu_seconds(pid)

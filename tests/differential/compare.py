@@ -386,12 +386,19 @@ class Pair:
         self.kafkars_versions = report.advertised.setdefault("kafkars", supported_versions(kafkars))
 
     def versions(self, api_key: int) -> list[int]:
-        """The versions of `api_key` kafkars advertises, where Kafka has them too."""
+        """The versions of `api_key` kafkars advertises, where Kafka has them too and the
+        wire codec encodes them (both list Produce from v0 but serve it from v3)."""
         ours = self.kafkars_versions.get(api_key)
         if ours is None:
             return []
         theirs = self.kafka_versions.get(api_key, (0, -1))
-        return [v for v in range(ours[0], ours[1] + 1) if theirs[0] <= v <= theirs[1]]
+        codec = {key: (low, high) for key, low, high in _core.protocol.api_keys().values()}
+        low, high = codec.get(api_key, (0, -1))
+        return [
+            v
+            for v in range(ours[0], ours[1] + 1)
+            if theirs[0] <= v <= theirs[1] and low <= v <= high
+        ]
 
     def topic_id(self, broker: str, topic: str) -> uuid.UUID:
         response = self.conns[broker].call(3, 12, {"topics": [{"name": topic}]})

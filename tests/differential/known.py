@@ -28,7 +28,7 @@ _TOPIC_CONFIG_PATHS = {
 _SUBSET = (
     "kafkars advertises the APIs it implements end to end, a subset of Kafka 4's (no "
     "KRaft controller APIs, delegation tokens, share groups, client telemetry, "
-    "DescribeQuorum or UpdateFeatures), and only record-batch (v2) Produce"
+    "DescribeQuorum or UpdateFeatures)"
 )
 _FEATURES = (
     "Kafka 4's features (metadata.version, group.version, transaction.version, "

@@ -219,9 +219,10 @@ def test_unsupported_api_versions_version(pair: Pair) -> None:
 
 
 def test_unsupported_version_and_unknown_api_close(pair: Pair) -> None:
-    """A version of an API beyond what the broker serves, or an API key it does not know:
-    Kafka closes the connection, and so does kafkars."""
-    for api_key, version in ((3, 99), (1, 99), (999, 0)):
+    """A version of an API beyond what the broker serves (Produce v2 too, though
+    ApiVersions lists Produce from v0), or an API key it does not know: Kafka closes the
+    connection, and so does kafkars."""
+    for api_key, version in ((3, 99), (1, 99), (999, 0), (0, 2)):
         pair.reconnect()
         outcomes = {
             broker: conn.call_raw(_frame(api_key, version, 1))

@@ -109,6 +109,25 @@ def test_unknown_api_key_and_version_close_but_api_versions_answers(broker: Brok
     still_serving(broker)
 
 
+def test_api_versions_lists_produce_from_v0_but_v2_is_refused(broker: Broker) -> None:
+    """As Kafka 4 (KAFKA-18659): ApiVersions lists Produce from v0, so that librdkafka
+    compresses with lz4 (it checks for v0), while a Produce v2 request closes the
+    connection (checked above)."""
+    s = connect(broker)
+    s.sendall(frame(header(18, 0, 5)))
+    response = read_frame(s)
+    correlation_id, error_code, count = struct.unpack_from(">ihi", response)
+    assert (correlation_id, error_code) == (5, 0)
+    ranges = {
+        key: (low, high)
+        for key, low, high in (
+            struct.unpack_from(">hhh", response, 10 + 6 * i) for i in range(count)
+        )
+    }
+    assert ranges[0][0] == 0 and ranges[0][1] >= 9
+    s.close()
+
+
 def test_bad_crc_in_produce_is_corrupt_message(broker: Broker, topic: str) -> None:
     Producer({"bootstrap.servers": broker.bootstrap_servers}).list_topics(topic, timeout=10)
     good = codec.build_batch([(b"k", b"v" * 50, 1, [])])

@@ -7,7 +7,11 @@ from pathlib import Path
 import pytest
 
 from kafkars.protocol import ApiKey, Errors, KafkaError
-from kafkars.server.api_keys import KAFKA_4_0_VERSIONS, advertised_versions
+from kafkars.server.api_keys import (
+    KAFKA_4_0_VERSIONS,
+    advertised_versions,
+    api_versions_response_ranges,
+)
 from kafkars.server.kafka_apis import HANDLERS, codec_version_ranges
 from kafkars.server.kafka_server import resolve_identity
 from kafkars.server.metadata import MetadataStore, validate_topic_name
@@ -56,6 +60,16 @@ def test_advertised_versions_are_kafka_4_0_clipped_to_the_codec() -> None:
         assert kafka[0] <= low <= high <= kafka[1]
         assert codec[int(key)][0] <= low and high <= codec[int(key)][1]
     assert advertised[ApiKey.API_VERSIONS] == (0, 4)
+
+
+def test_api_versions_lists_produce_from_v0_as_kafka_4() -> None:
+    advertised = advertised_versions(set(HANDLERS), codec_version_ranges())
+    listed = api_versions_response_ranges(advertised)
+    assert advertised[ApiKey.PRODUCE][0] == 3
+    assert listed[ApiKey.PRODUCE] == (0, advertised[ApiKey.PRODUCE][1])
+    assert {k: v for k, v in listed.items() if k != ApiKey.PRODUCE} == {
+        k: v for k, v in advertised.items() if k != ApiKey.PRODUCE
+    }
 
 
 def test_unhandled_apis_are_not_advertised() -> None:

@@ -76,6 +76,23 @@ ZK_CLUSTER_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0),
 }
 
+# Kafka 4 serves Produce from v3 but lists it from v0 in ApiVersions (its
+# PRODUCE_API_VERSIONS_RESPONSE_MIN_VERSION, KAFKA-18659): older librdkafka (2.0.2, the
+# harness's rdkafka_performance) only compresses with lz4 for a broker that lists Produce
+# v0, and sends plain batches to any other. Requests below v3 are still refused (the
+# connection is closed).
+PRODUCE_API_VERSIONS_RESPONSE_MIN_VERSION = 0
+
+
+def api_versions_response_ranges(
+    advertised: dict[ApiKey, tuple[int, int]],
+) -> dict[ApiKey, tuple[int, int]]:
+    """The ranges an ApiVersions response lists: the served ones, Produce's from v0."""
+    out = dict(advertised)
+    if ApiKey.PRODUCE in out:
+        out[ApiKey.PRODUCE] = (PRODUCE_API_VERSIONS_RESPONSE_MIN_VERSION, out[ApiKey.PRODUCE][1])
+    return out
+
 
 def advertised_versions(
     handled: set[ApiKey], codec_ranges: dict[int, tuple[int, int]]

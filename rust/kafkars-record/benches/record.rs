@@ -71,6 +71,44 @@ fn bench_validate(c: &mut Criterion) {
     group.finish();
 }
 
+/// Records of `value_size` bytes repeating one phrase, as rdkafka_performance sends
+/// them: they compress as far as a codec can, so validation is all inflating.
+fn pattern_records(count: usize, value_size: usize) -> Vec<NewRecord> {
+    let pattern = b"librdkafka_performance testing!";
+    let value: Vec<u8> = pattern.iter().copied().cycle().take(value_size).collect();
+    (0..count)
+        .map(|i| NewRecord::with_value(1_700_000_000_000 + i as i64, value.clone()))
+        .collect()
+}
+
+fn bench_validate_compressed(c: &mut Criterion) {
+    // What a broker does to each produced batch it keeps compressed: 1 MiB of records
+    // (counted as inflated bytes) checked as they inflate.
+    let mut group = c.benchmark_group("validate_compressed");
+    for codec in [Compression::Lz4, Compression::Zstd] {
+        for (payload, size) in [("pattern", 1024), ("pattern", 64 << 10), ("json", 1024)] {
+            let count = (1 << 20) / size;
+            let recs = match payload {
+                "pattern" => pattern_records(count, size),
+                _ => records(count, size),
+            };
+            let bytes = batch(&recs, codec);
+            let inflated = batch(&recs, Compression::None).len();
+            group.throughput(Throughput::Bytes(inflated as u64));
+            let name = format!("{codec}_1MiB_{payload}_{}KiB", size >> 10);
+            group.bench_function(name, |b| {
+                b.iter(|| {
+                    RecordBatch::new(black_box(&bytes))
+                        .unwrap()
+                        .validate_for_append()
+                        .unwrap()
+                })
+            });
+        }
+    }
+    group.finish();
+}
+
 fn bench_codecs(c: &mut Criterion) {
     // 1 MiB-ish records section: 10 000 records of 100 B.
     let recs = records(10_000, 86);
@@ -109,5 +147,11 @@ fn bench_codecs(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_crc, bench_validate, bench_codecs);
+criterion_group!(
+    benches,
+    bench_crc,
+    bench_validate,
+    bench_validate_compressed,
+    bench_codecs
+);
 criterion_main!(benches);

@@ -317,7 +317,7 @@ impl<'a> RecordBatch<'a> {
         if let Some(decoder) =
             compression::streaming_decoder(compression, self.records_bytes(), limit)?
         {
-            return streaming::walk_records(
+            return streaming::walk_decoder(
                 decoder,
                 compression,
                 count,

@@ -146,6 +146,15 @@ pub fn decompress_with_limit(
 /// exact buffer beats a stream for the small batches producers send).
 const WHOLE_ZSTD_BYTES: u64 = 2 << 20;
 
+/// A decoder of a compressed records section, read as a stream by [`crate::streaming`].
+pub(crate) enum StreamingDecoder<'a> {
+    /// An lz4 frame: its decoder lends each inflated block out (`BufRead`), so the
+    /// records are walked where they were inflated, without a copy.
+    Lz4(lz4_flex::frame::FrameDecoder<&'a [u8]>),
+    /// Any other codec's reader, which copies out what it inflates.
+    Read(Box<dyn Read + 'a>),
+}
+
 /// A decoder of the records section `data` for validation as a stream (see
 /// [`crate::streaming`]), or `None` when it is decoded whole: not compressed, snappy
 /// without the xerial framing (one raw block, its size declared up front), or a zstd
@@ -154,18 +163,22 @@ pub(crate) fn streaming_decoder(
     c: Compression,
     data: &[u8],
     limit: usize,
-) -> Result<Option<Box<dyn Read + '_>>, RecordError> {
+) -> Result<Option<StreamingDecoder<'_>>, RecordError> {
     Ok(match c {
         Compression::None => None,
         Compression::Snappy => xerial::is_framed(data)
-            .then(|| Box::new(xerial::Decoder::new(data, limit)) as Box<dyn Read + '_>),
-        Compression::Gzip => Some(Box::new(flate2::read::MultiGzDecoder::new(data))),
-        Compression::Lz4 => Some(Box::new(lz4_flex::frame::FrameDecoder::new(data))),
+            .then(|| StreamingDecoder::Read(Box::new(xerial::Decoder::new(data, limit)))),
+        Compression::Gzip => Some(StreamingDecoder::Read(Box::new(
+            flate2::read::MultiGzDecoder::new(data),
+        ))),
+        Compression::Lz4 => Some(StreamingDecoder::Lz4(lz4_flex::frame::FrameDecoder::new(
+            data,
+        ))),
         Compression::Zstd => match zstd::zstd_safe::get_frame_content_size(data) {
             Ok(Some(size)) if size <= WHOLE_ZSTD_BYTES => None,
-            _ => Some(Box::new(
+            _ => Some(StreamingDecoder::Read(Box::new(
                 zstd::stream::read::Decoder::with_buffer(data).map_err(codec_error(c))?,
-            )),
+            ))),
         },
     })
 }

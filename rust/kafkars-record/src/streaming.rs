@@ -5,13 +5,13 @@
 //! read buffer, not memory the size of its output. A caller that re-encodes the batch
 //! can have the inflated bytes copied out as they are walked.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 
-use crate::compression::{Compression, codec_error, too_large};
+use crate::compression::{Compression, StreamingDecoder, codec_error, too_large};
 use crate::error::RecordError;
 use crate::record::RecordSummary;
 
-/// Read buffer between the decompressor and the record walker.
+/// Read buffer between a decompressor that only reads (no [`BufRead`]) and the walker.
 const READ_BUFFER: usize = 16 * 1024;
 const MAX_VARINT_BYTES: usize = 5;
 const MAX_VARLONG_BYTES: usize = 10;
@@ -19,14 +19,14 @@ const MAX_VARLONG_BYTES: usize = 10;
 /// Decompressed bytes read from a codec's stream, counted against `limit` and copied to
 /// `capture` when given.
 struct Source<'c, R> {
-    inner: BufReader<R>,
+    inner: R,
     codec: Compression,
     position: usize,
     limit: usize,
     capture: Option<&'c mut Vec<u8>>,
 }
 
-impl<R: Read> Source<'_, R> {
+impl<R: BufRead> Source<'_, R> {
     fn fill(&mut self) -> Result<&[u8], RecordError> {
         self.inner.fill_buf().map_err(codec_error(self.codec))
     }
@@ -59,6 +59,29 @@ impl<R: Read> Source<'_, R> {
     }
 
     fn unsigned(&mut self, end: usize, max_bytes: usize, what: &str) -> Result<u64, RecordError> {
+        // When the longest varint fits both the record and the limit and is already
+        // inflated, it is decoded from the buffer rather than a call per byte.
+        let room = self.position.saturating_add(max_bytes);
+        if room <= end && room <= self.limit {
+            let chunk = self.inner.fill_buf().map_err(codec_error(self.codec))?;
+            if let Some(head) = chunk.get(..max_bytes) {
+                let mut value: u64 = 0;
+                for (i, &byte) in head.iter().enumerate() {
+                    value |= u64::from(byte & 0x7f) << (7 * i);
+                    if byte & 0x80 == 0 {
+                        if let Some(capture) = self.capture.as_deref_mut() {
+                            capture.extend_from_slice(&head[..=i]);
+                        }
+                        self.inner.consume(i + 1);
+                        self.position += i + 1;
+                        return Ok(value);
+                    }
+                }
+                return Err(RecordError::corrupt(format!(
+                    "{what} is longer than {max_bytes} bytes"
+                )));
+            }
+        }
         let mut value: u64 = 0;
         for i in 0..max_bytes {
             let byte = self.byte_before(end, what)?;
@@ -166,19 +189,47 @@ impl<R: Read> Source<'_, R> {
 /// `0..=last_offset_delta`, nothing after the last record, and at most `limit` bytes.
 #[cfg(test)]
 pub(crate) fn validate_records(
-    reader: impl Read,
+    reader: StreamingDecoder<'_>,
     codec: Compression,
     count: i32,
     last_offset_delta: i32,
     limit: usize,
 ) -> Result<(), RecordError> {
-    walk_records(reader, codec, count, last_offset_delta, limit, None, |_| {})
+    walk_decoder(reader, codec, count, last_offset_delta, limit, None, |_| {})
+}
+
+/// [`walk_records`] on what `decoder` inflates, compiled for each kind of decoder so
+/// that the walker's byte reads inline.
+pub(crate) fn walk_decoder(
+    decoder: StreamingDecoder<'_>,
+    codec: Compression,
+    count: i32,
+    last_offset_delta: i32,
+    limit: usize,
+    capture: Option<&mut Vec<u8>>,
+    visit: impl FnMut(RecordSummary),
+) -> Result<(), RecordError> {
+    match decoder {
+        // The lz4 frame decoder hands out each inflated block in place.
+        StreamingDecoder::Lz4(d) => {
+            walk_records(d, codec, count, last_offset_delta, limit, capture, visit)
+        }
+        StreamingDecoder::Read(d) => walk_records(
+            BufReader::with_capacity(READ_BUFFER, d),
+            codec,
+            count,
+            last_offset_delta,
+            limit,
+            capture,
+            visit,
+        ),
+    }
 }
 
 /// [`validate_records`], calling `visit` with each record in order and copying the
 /// decompressed records section to `capture` when given.
-pub(crate) fn walk_records(
-    reader: impl Read,
+fn walk_records(
+    reader: impl BufRead,
     codec: Compression,
     count: i32,
     last_offset_delta: i32,
@@ -187,7 +238,7 @@ pub(crate) fn walk_records(
     mut visit: impl FnMut(RecordSummary),
 ) -> Result<(), RecordError> {
     let mut source = Source {
-        inner: BufReader::with_capacity(READ_BUFFER, reader),
+        inner: reader,
         codec,
         position: 0,
         limit,
@@ -238,10 +289,12 @@ mod tests {
         Compression::Zstd,
     ];
 
-    fn decoder(c: Compression, data: &[u8]) -> Box<dyn Read + '_> {
+    fn decoder(c: Compression, data: &[u8]) -> StreamingDecoder<'_> {
         match c {
             // Small zstd frames are decoded whole by the batch; stream them here anyway.
-            Compression::Zstd => Box::new(zstd::stream::read::Decoder::with_buffer(data).unwrap()),
+            Compression::Zstd => StreamingDecoder::Read(Box::new(
+                zstd::stream::read::Decoder::with_buffer(data).unwrap(),
+            )),
             _ => crate::compression::streaming_decoder(c, data, 1 << 30)
                 .unwrap()
                 .unwrap(),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kafkars.protocol import Errors
+from kafkars.server.api_keys import api_versions_response_ranges
 
 if TYPE_CHECKING:
     from kafkars.server.kafka_apis import KafkaApis
@@ -13,7 +14,7 @@ if TYPE_CHECKING:
 def handle_api_versions(apis: KafkaApis, request: Any) -> dict[str, Any]:
     api_keys = [
         {"api_key": int(key), "min_version": low, "max_version": high}
-        for key, (low, high) in apis.advertised.items()
+        for key, (low, high) in api_versions_response_ranges(apis.advertised).items()
     ]
     # An unknown (newer) version gets a v0 answer with the supported ranges, so the client
     # can retry with a version both sides know.
