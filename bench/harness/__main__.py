@@ -188,7 +188,17 @@ def main(argv: list[str] | None = None) -> int:
         measured: list[Target] = []
         if args.bootstrap:
             measured.append(targets.connect(args.name, args.bootstrap))
-        client = pick_client(args.python_clients)
+        # rdkafka_performance's librdkafka 2.0.2 cannot read Tansu 0.6.0's ApiVersions
+        # answer ("Read underflow") and retries until its timeout: every step would hang.
+        tansu_started = any(n == "tansu" and ":" not in a for n, a in peers)
+        if tansu_started and not args.python_clients:
+            print(
+                "bench.harness: --peer tansu: rdkafka_performance (librdkafka 2.0.2) cannot "
+                "read Tansu's ApiVersions answer; using the confluent-kafka Python clients "
+                "for every target",
+                file=sys.stderr,
+            )
+        client = pick_client(args.python_clients or tansu_started)
         cost.raise_fd_limit()
         for name, address in peers:
             if ":" in address:
