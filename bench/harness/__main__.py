@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.harness import cost, pyclients, rdkafka, report, scenarios, targets
+from bench.harness import cost, pyclients, rdkafka, report, scenarios, tansu, targets
 from bench.harness.clients import Client, ClientError
 from bench.harness.e2e import E2eLatency
 from bench.harness.progress import Progress
@@ -51,7 +51,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=[],
         metavar="NAME=HOST:PORT",
         help="another Kafka-compatible broker to measure the same way (repeatable); "
-        "'kafka' or 'kafka=VERSION' starts Apache Kafka here with kafkars' settings",
+        "'kafka' or 'kafka=VERSION' starts Apache Kafka here with kafkars' settings, "
+        "'tansu' starts Tansu here (make tansu-deps; its log in memory)",
     )
     ap.add_argument(
         "--variant",
@@ -161,6 +162,16 @@ def machine() -> str:
     )
 
 
+def kind_of(t: Target) -> str:
+    if t.own is None:
+        return "running"
+    if isinstance(t.own, ReferenceKafka):
+        return f"Apache Kafka {t.own.version}, heap {targets.REFERENCE_HEAP}"
+    if isinstance(t.own, tansu.Tansu):
+        return f"Tansu {t.own.version}, log in memory ({tansu.STORAGE_ENGINE})"
+    return "own process"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     started = time.localtime()
@@ -177,16 +188,30 @@ def main(argv: list[str] | None = None) -> int:
         measured: list[Target] = []
         if args.bootstrap:
             measured.append(targets.connect(args.name, args.bootstrap))
-        client = pick_client(args.python_clients)
+        # rdkafka_performance's librdkafka 2.0.2 cannot read Tansu 0.6.0's ApiVersions
+        # answer ("Read underflow") and retries until its timeout: every step would hang.
+        tansu_started = any(n == "tansu" and ":" not in a for n, a in peers)
+        if tansu_started and not args.python_clients:
+            print(
+                "bench.harness: --peer tansu: rdkafka_performance (librdkafka 2.0.2) cannot "
+                "read Tansu's ApiVersions answer; using the confluent-kafka Python clients "
+                "for every target",
+                file=sys.stderr,
+            )
+        client = pick_client(args.python_clients or tansu_started)
         cost.raise_fd_limit()
         for name, address in peers:
             if ":" in address:
                 measured.append(targets.connect(name, address))
                 continue
             try:
-                started_here.append(targets.start_reference(name, address, SETTINGS))
+                if name == "tansu":
+                    started_here.append(targets.start_tansu(name))
+                else:
+                    started_here.append(targets.start_reference(name, address, SETTINGS))
             except (RuntimeError, TimeoutError) as e:
-                raise UsageError(f"could not start Apache Kafka {address}: {_first(e)}") from e
+                what = "Tansu" if name == "tansu" else f"Apache Kafka {address}"
+                raise UsageError(f"could not start {what}: {_first(e)}") from e
             measured.append(started_here[-1])
         if not args.bootstrap:
             try:
@@ -221,13 +246,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         "targets": {
             t.name: {
-                "kind": (
-                    "running"
-                    if t.own is None
-                    else f"Apache Kafka {t.own.version}, heap {targets.REFERENCE_HEAP}"
-                    if isinstance(t.own, ReferenceKafka)
-                    else "own process"
-                ),
+                "kind": kind_of(t),
                 "bootstrap": t.bootstrap,
                 "pid": t.pid,
                 "start_s": t.start_s,

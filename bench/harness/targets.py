@@ -1,7 +1,7 @@
 """The brokers a run measures: our own kafkars broker process (the default), one already
-running (--bootstrap), and peers (--peer NAME=HOST:PORT, or --peer kafka[=VERSION] for
-Apache Kafka started here); the admin calls the scenarios need on them (create and delete
-topics)."""
+running (--bootstrap), and peers (--peer NAME=HOST:PORT, --peer kafka[=VERSION] for
+Apache Kafka started here, --peer tansu for Tansu started here); the admin calls the
+scenarios need on them (create and delete topics)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import Any
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from bench.harness import wire
+from bench.harness import tansu, wire
 from kafkars.broker import Broker
 from kafkars.testing.reference_kafka import DEFAULT_VERSION, ReferenceKafka
 
@@ -34,7 +34,7 @@ class Target:
     # The broker's process when it runs on this machine (RSS and CPU come from /proc).
     pid: int | None
     # A broker this run started (stopped at the end), and how long it took to answer.
-    own: Broker | ReferenceKafka | None = None
+    own: Broker | ReferenceKafka | tansu.Tansu | None = None
     start_s: float | None = None
 
     @property
@@ -55,10 +55,13 @@ def parse_host_port(text: str, what: str) -> tuple[str, int]:
 
 def parse_peer(text: str) -> tuple[str, str]:
     """'NAME=HOST:PORT' to (name, 'host:port'); 'kafka' or 'kafka=VERSION' to
-    ('kafka', 'VERSION'): Apache Kafka, started by the run (`start_reference`)."""
+    ('kafka', 'VERSION'): Apache Kafka, started by the run (`start_reference`); 'tansu' to
+    ('tansu', ''): Tansu, started by the run (`start_tansu`)."""
     name, sep, address = text.partition("=")
     if name == "kafka" and (not sep or re.fullmatch(r"\d+\.\d+\.\d+", address)):
         return name, address or DEFAULT_VERSION
+    if name == "tansu" and not sep:
+        return name, ""
     if not sep or not re.fullmatch(r"[A-Za-z0-9_.\-]+", name):
         raise UsageError(f"--peer wants NAME=HOST:PORT (e.g. kafka=127.0.0.1:9092), got {text!r}")
     host, port = parse_host_port(address, f"--peer {name}")
@@ -93,6 +96,21 @@ def start_reference(name: str, version: str, config: dict[str, Any]) -> Target:
     kafka.start()
     assert kafka._child is not None
     return Target(name, kafka.bootstrap_servers, kafka._child.pid, kafka, time.monotonic() - began)
+
+
+def start_tansu(name: str) -> Target:
+    """Tansu from `make tansu-deps` (or $KAFKARS_TANSU), its log in memory (`memory://`:
+    the build has no engine on local disk)."""
+    binary = tansu.find_binary()
+    if binary is None:
+        raise UsageError(f"no Tansu binary at {tansu.DEFAULT_BINARY}: {tansu.BUILD_HINT}")
+    broker = tansu.Tansu(binary)
+    began = time.monotonic()
+    broker.start()
+    assert broker._child is not None
+    return Target(
+        name, broker.bootstrap_servers, broker._child.pid, broker, time.monotonic() - began
+    )
 
 
 def pid_listening_on(port: int) -> int | None:
