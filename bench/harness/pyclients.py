@@ -66,7 +66,7 @@ def _produce_worker(
 
 
 def _consume_worker(
-    bootstrap: str, topic: str, partitions: list[int]
+    bootstrap: str, topic: str, partitions: list[int], records: int
 ) -> tuple[float, float, int, int]:
     c = Consumer(
         {
@@ -77,6 +77,8 @@ def _consume_worker(
         }
     )
     want = sum(c.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in partitions)
+    # The record source has no end (its high watermark is 0): read the records asked for.
+    want = want or records
     # From the assignment on (fetches start with it), connecting included: a first batch
     # can hold a whole small topic, so timing from it would measure nothing.
     began = time.time()
@@ -133,7 +135,9 @@ class PythonClients:
         n = min(self.processes, len(partitions))
         groups = [partitions[i::n] for i in range(n)]
         with ProcessPoolExecutor(n, mp_context=self._context) as pool:
-            futures = [pool.submit(_consume_worker, bootstrap, topic, g) for g in groups]
+            futures = [
+                pool.submit(_consume_worker, bootstrap, topic, g, records // n) for g in groups
+            ]
             results = [f.result() for f in futures]
         got = sum(r[2] for r in results)
         if got < records:
