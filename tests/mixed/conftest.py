@@ -204,6 +204,7 @@ class MixedCluster:
         """Waits until every running broker is registered and its metadata lists every
         running broker and a controller: a client sent to a broker before the
         controller's first UpdateMetadata reached it would find no controller to ask."""
+        from confluent_kafka import KafkaException
         from confluent_kafka.admin import AdminClient
 
         deadline = time.monotonic() + timeout
@@ -216,8 +217,11 @@ class MixedCluster:
                 {"bootstrap.servers": self.bootstrap(broker_id), "log_level": 0, "logger": _quiet}
             )
             while True:
-                md = admin.list_topics(timeout=10)
-                if md.controller_id >= 0 and sorted(md.brokers) == self.running():
+                try:
+                    md = admin.list_topics(timeout=10)
+                except KafkaException:
+                    md = None  # a broker just started can answer partially: ask again
+                if md and md.controller_id >= 0 and sorted(md.brokers) == self.running():
                     break
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"broker {broker_id} does not list every broker")
