@@ -7,23 +7,18 @@ use std::time::Instant;
 use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::net::TcpStream;
-use tokio::sync::{Notify, Semaphore, mpsc, oneshot, watch};
+use tokio::sync::{Notify, Semaphore, watch};
 use tokio::time::{Instant as Deadline, sleep_until};
 use tracing::debug;
 
 use crate::config::SocketServerConfig;
 use crate::connection_quotas::ConnectionSlot;
 use crate::frame::{FrameError, parse_header};
+use crate::kafka_channel::{KafkaChannel, Offer, write_loop};
 use crate::memory_pool::{MemoryGrant, MemoryPool};
 use crate::request_channel::{Request, RequestContext, Responder, Response};
 use crate::request_metrics::{RequestMetrics, RequestTimes};
-use crate::send::{ResponseWriter, write_response};
-
-/// A response slot in request order: either already known or still with a handler.
-enum Pending {
-    Ready(Response),
-    Waiting(oneshot::Receiver<(Response, RequestTimes)>),
-}
+use crate::send::ResponseWriter;
 
 /// Buffer growth step while a frame's body arrives: the buffer grows with the bytes
 /// actually read (doubling from here), never with what the size prefix claims.
@@ -172,14 +167,15 @@ impl ConnectionHandler {
         read_half: Box<dyn AsyncRead + Unpin + Send>,
         write_half: ResponseWriter,
     ) {
-        let (pending_tx, pending_rx) =
-            mpsc::channel(self.config.max_in_flight_per_connection.max(1));
+        let channel = Arc::new(KafkaChannel::new(
+            self.requests.clone(),
+            Arc::clone(&self.metrics),
+        ));
         let closed = Arc::new(Notify::new());
         let writer = tokio::spawn(write_loop(
+            Arc::clone(&channel),
             write_half,
-            pending_rx,
             Arc::clone(&closed),
-            Arc::clone(&self.metrics),
         ));
         let mut reader = FrameReader {
             half: read_half,
@@ -189,11 +185,11 @@ impl ConnectionHandler {
             grant: None,
             granted: false,
         };
-        if let Err(reason) = self.read_loop(&mut reader, &pending_tx, &closed).await {
+        if let Err(reason) = self.read_loop(&mut reader, &channel, &closed).await {
             debug!(connection = self.context.connection_id, %reason, "closing connection");
         }
         // Responses already promised still go out; then the writer ends.
-        drop(pending_tx);
+        channel.reader_done();
         let _ = writer.await;
         drop(self.slot);
     }
@@ -201,23 +197,33 @@ impl ConnectionHandler {
     async fn read_loop(
         &mut self,
         reader: &mut FrameReader,
-        pending: &mpsc::Sender<Pending>,
+        channel: &Arc<KafkaChannel>,
         closed: &Notify,
     ) -> Result<(), String> {
         let idle = self.config.connections_max_idle;
         let mut deadline = Deadline::now() + idle;
-        // One request in processing at a time (Kafka mutes the channel the same way).
-        let processing = Arc::new(Semaphore::new(1));
+        // Responses not yet written, at most `max_in_flight_per_connection`.
+        let in_flight = Arc::new(Semaphore::new(
+            self.config.max_in_flight_per_connection.max(1),
+        ));
         loop {
             let frame = tokio::select! {
                 _ = self.shutdown.changed() => return Ok(()),
                 _ = closed.notified() => return Ok(()),
                 _ = sleep_until(deadline) => {
                     // Only a connection with nothing in flight is idle.
-                    if pending.capacity() == pending.max_capacity() {
+                    if channel.is_idle() {
                         return Err("idle longer than connections.max.idle.ms".into());
                     }
                     deadline = Deadline::now() + idle;
+                    continue;
+                }
+                _ = channel.reader_wake.notified() => {
+                    // A handler gave back a request (throttled, or the request channel
+                    // was full): dispatch it from here.
+                    if let Some(returned) = channel.take_returned() {
+                        self.dispatch(returned, closed).await?;
+                    }
                     continue;
                 }
                 frame = reader.read_frame() => frame,
@@ -241,86 +247,81 @@ impl ConnectionHandler {
                 && header.api != Some(kafka_protocol::messages::ApiKey::ApiVersions)
             {
                 // An API or version this broker cannot serve: Kafka closes the connection
-                // (after the responses already owed), and so does this.
-                pending
-                    .send(Pending::Ready(Response::Close))
-                    .await
-                    .map_err(|_| "writer gone")?;
-                return Ok(());
+                // (after the responses already owed), and so does this. Once every request
+                // read before is answered, their responses are queued ahead of the close.
+                loop {
+                    if let Some(returned) = channel.take_returned() {
+                        self.dispatch(returned, closed).await?;
+                    } else if channel.all_answered() {
+                        channel.push(Response::Close);
+                        return Ok(());
+                    }
+                    tokio::select! {
+                        _ = channel.reader_wake.notified() => {}
+                        _ = closed.notified() => return Ok(()),
+                    }
+                }
             }
-            // Wait until the previous request is answered before handing this one over.
-            let permit = tokio::select! {
-                permit = Arc::clone(&processing).acquire_owned() => {
-                    permit.map_err(|_| "connection closed")?
+            let slot = tokio::select! {
+                slot = Arc::clone(&in_flight).acquire_owned() => {
+                    slot.map_err(|_| "connection closed")?
                 }
                 _ = closed.notified() => return Ok(()),
             };
-            // A throttled connection (quota exceeded) gets nothing more handled until its
-            // time is up. Checked once the previous request is answered, since that answer
-            // is where the throttle is decided.
-            if let Some(until) = self.context.session.muted_until() {
-                tokio::select! {
-                    _ = self.shutdown.changed() => return Ok(()),
-                    _ = closed.notified() => return Ok(()),
-                    _ = sleep_until(Deadline::from_std(until)) => {}
-                }
-            }
-            let (tx, rx) = oneshot::channel();
-            pending
-                .send(Pending::Waiting(rx))
-                .await
-                .map_err(|_| "writer gone")?;
+            channel.request_started();
             let received_at = Instant::now();
             let times = RequestTimes::new(header.api_key, received_at);
-            let request = Request {
+            let mut request = Request {
                 context: Arc::clone(&self.context),
                 header,
                 body,
                 received_at,
                 responder: Responder {
-                    sender: tx,
+                    queue: Arc::clone(channel),
                     times,
-                    _permit: permit,
+                    slot: Some(slot),
                     _memory: memory,
+                    answered: false,
                 },
             };
-            // Waits while the request channel is full: back-pressure, never a drop.
-            self.requests
-                .send(request)
-                .await
-                .map_err(|_| "request channel closed")?;
+            // Parked behind the request processing (its handler hands this one over), or
+            // dispatched from here when nothing is processing.
+            loop {
+                match channel.offer(request) {
+                    Offer::Parked => break,
+                    Offer::Dispatch(next) => {
+                        self.dispatch(next, closed).await?;
+                        break;
+                    }
+                    Offer::Full(back) => {
+                        request = back;
+                        tokio::select! {
+                            _ = channel.reader_wake.notified() => {}
+                            _ = closed.notified() => return Ok(()),
+                        }
+                    }
+                }
+            }
         }
     }
-}
 
-async fn write_loop(
-    mut writer: ResponseWriter,
-    mut pending: mpsc::Receiver<Pending>,
-    closed: Arc<Notify>,
-    metrics: Arc<RequestMetrics>,
-) {
-    while let Some(slot) = pending.recv().await {
-        let (response, times) = match slot {
-            Pending::Ready(response) => (response, None),
-            // A dropped responder means the handler failed: close rather than hang.
-            Pending::Waiting(rx) => match rx.await {
-                Ok((response, times)) => (response, Some(times)),
-                Err(_) => (Response::Close, None),
-            },
-        };
-        let send_started = Instant::now();
-        let result = match response {
-            Response::Send(send) => write_response(&mut writer, send).await,
-            Response::NoResponse => Ok(()),
-            Response::Close => Err(std::io::ErrorKind::ConnectionAborted.into()),
-        };
-        if result.is_err() {
-            break;
+    /// Hands a request to the request channel once its connection's throttle (if any) is
+    /// over: the handlers of the rest hand the connection's next requests over themselves.
+    async fn dispatch(&mut self, mut request: Request, closed: &Notify) -> Result<(), String> {
+        // A throttled connection (quota exceeded) gets nothing more handled until its time
+        // is up, decided by the answer to the request before this one.
+        if let Some(until) = self.context.session.muted_until() {
+            tokio::select! {
+                _ = self.shutdown.changed() => return Err("shutting down".into()),
+                _ = closed.notified() => return Err("connection closed".into()),
+                _ = sleep_until(Deadline::from_std(until)) => {}
+            }
         }
-        if let Some(times) = times {
-            metrics.record(&times, send_started, Instant::now());
-        }
+        request.start_processing();
+        // Waits while the request channel is full: back-pressure, never a drop.
+        self.requests
+            .send(request)
+            .await
+            .map_err(|_| "request channel closed".into())
     }
-    closed.notify_one();
-    let _ = writer.shutdown().await;
 }

@@ -7,6 +7,7 @@ use std::thread::JoinHandle;
 
 use tracing::error;
 
+use crate::kafka_channel::{become_handler_thread, take_handed_over};
 use crate::request_channel::{Request, RequestChannel};
 
 /// Threads that each loop: take a request, call the handler. The handler owns the request's
@@ -29,12 +30,19 @@ impl RequestHandlerPool {
                 std::thread::Builder::new()
                     .name(format!("data-plane-kafka-request-handler-{id}"))
                     .spawn(move || {
+                        become_handler_thread();
                         while let Some(request) = channel.receive() {
-                            // A panic drops the request's responder, which closes only
-                            // that connection; the thread goes on serving the rest.
-                            let call = AssertUnwindSafe(|| handler(request));
-                            if catch_unwind(call).is_err() {
-                                error!(thread = id, "request handler panicked");
+                            // A connection's next request, handed over by the handler
+                            // that answered the one before, runs here next.
+                            let mut next = Some(request);
+                            while let Some(request) = next {
+                                // A panic drops the request's responder, which closes
+                                // only that connection; the thread goes on serving.
+                                let call = AssertUnwindSafe(|| handler(request));
+                                if catch_unwind(call).is_err() {
+                                    error!(thread = id, "request handler panicked");
+                                }
+                                next = take_handed_over();
                             }
                         }
                     })?,

@@ -14,6 +14,7 @@ mod connection_quotas;
 mod creation_rate;
 mod frame;
 mod handler_pool;
+mod kafka_channel;
 mod memory_pool;
 mod principal_mapper;
 mod request_channel;

@@ -8,9 +8,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use tokio::sync::{OwnedSemaphorePermit, oneshot};
+use tokio::sync::OwnedSemaphorePermit;
 
 use crate::frame::RequestHeader;
+use crate::kafka_channel::KafkaChannel;
 use crate::memory_pool::MemoryGrant;
 use crate::request_metrics::{RequestMetrics, RequestTimes};
 
@@ -121,33 +122,55 @@ pub struct Request {
     pub responder: Responder,
 }
 
-/// The one-shot way back to the connection that read the request. Dropping it without
-/// answering closes that connection, so a lost request never leaves a client hanging.
+impl Request {
+    /// The request leaves the connection for a handler: its times count from here, as
+    /// Kafka's do from when a muted channel lets it be read.
+    pub(crate) fn start_processing(&mut self) {
+        self.received_at = Instant::now();
+        self.responder.times.received = self.received_at;
+    }
+}
+
+/// The way back to the connection that read the request. Dropping it without answering
+/// closes that connection, so a lost request never leaves a client hanging.
 ///
-/// It also holds the connection's processing permit: like Kafka's muted channel, the
-/// connection reads its next request only once this one is answered, so requests from
-/// one client (say, produce requests for one partition) are handled in the order sent.
+/// Answering it also lets the connection's next request be processed: like Kafka's muted
+/// channel, one request of a connection is processed at a time, so requests from one
+/// client (say, produce requests for one partition) are handled in the order sent.
 #[derive(Debug)]
 pub struct Responder {
-    pub(crate) sender: oneshot::Sender<(Response, RequestTimes)>,
+    pub(crate) queue: Arc<KafkaChannel>,
     /// When the request was read, dequeued, handled and answered (Kafka's RequestMetrics).
     pub(crate) times: RequestTimes,
-    pub(crate) _permit: OwnedSemaphorePermit,
+    /// The request's place among the connection's in-flight requests, freed once written.
+    pub(crate) slot: Option<OwnedSemaphorePermit>,
     /// The request's bytes in the `queued.max.request.bytes` pool, held until answered.
     pub(crate) _memory: Option<MemoryGrant>,
+    pub(crate) answered: bool,
 }
 
 impl Responder {
     /// Hands the response to the connection; false if the connection is already gone.
     pub fn send(mut self, response: Response) -> bool {
+        self.answered = true;
         self.times.responded = Some(Instant::now());
-        self.sender.send((response, self.times)).is_ok()
+        self.queue.respond(response, self.times, self.slot.take())
     }
 
     /// The handler returned without answering: from here the request waits in a
     /// purgatory (Kafka's remote time).
     pub fn mark_handled(&mut self) {
         self.times.handled.get_or_insert_with(Instant::now);
+    }
+}
+
+impl Drop for Responder {
+    fn drop(&mut self) {
+        if !self.answered {
+            // The handler failed (or panicked): close rather than hang.
+            self.queue
+                .respond(Response::Close, self.times, self.slot.take());
+        }
     }
 }
 
@@ -221,6 +244,34 @@ impl ResponseSend {
 
     pub fn chunks(&self) -> &[ResponseChunk] {
         &self.chunks
+    }
+
+    /// Whether every chunk is in memory (no file region).
+    pub(crate) fn all_bytes(&self) -> bool {
+        self.chunks
+            .iter()
+            .all(|c| matches!(c, ResponseChunk::Bytes(_)))
+    }
+
+    /// What is left once the first `written` bytes are on the wire.
+    pub(crate) fn skip(mut self, mut written: usize) -> Self {
+        let mut rest = Vec::with_capacity(self.chunks.len());
+        for chunk in self.chunks.drain(..) {
+            if written >= chunk.len() {
+                written -= chunk.len();
+                continue;
+            }
+            rest.push(match chunk {
+                ResponseChunk::Bytes(bytes) => ResponseChunk::Bytes(bytes.slice(written..)),
+                ResponseChunk::File(region) => ResponseChunk::File(FileRegion {
+                    position: region.position + written as u64,
+                    len: region.len - written,
+                    file: region.file,
+                }),
+            });
+            written = 0;
+        }
+        Self { chunks: rest }
     }
 }
 
