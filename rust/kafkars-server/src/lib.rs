@@ -6,7 +6,9 @@
 //! bounded [`RequestChannel`]; a full channel stops the reading connection (back-pressure,
 //! never a drop). Handler threads ([`RequestHandlerPool`]) answer through the request's
 //! [`Responder`]; the connection writes responses in request order, sending file regions
-//! with `sendfile(2)`.
+//! with `sendfile(2)`. A connection's state between its reader, writer and handlers is its
+//! `KafkaChannel`: one request processed at a time, the next handed over by the handler
+//! that answered, and small responses written by that handler when the socket is idle.
 
 mod config;
 mod connection;

@@ -208,3 +208,62 @@ fn idle_connections_are_closed_and_limits_enforced() {
     channel.close();
     pool.join();
 }
+
+#[test]
+fn pipelined_requests_are_processed_one_at_a_time_and_answered_in_order() {
+    // In-memory responses: a handler writes one itself when the socket is idle, and hands
+    // the connection's next request to its own thread. Some are answered from another
+    // thread (as a purgatory would) and some are large (the socket fills and the writer
+    // task takes over): still one request at a time, every response in order.
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let channel = RequestChannel::new(4);
+    let server = SocketServer::start(config(), &channel).unwrap();
+    let port = server.bound_listeners()[0].local_addr.port();
+    let busy = Arc::new(AtomicBool::new(false));
+    let handler = Arc::new(move |request: Request| {
+        assert!(
+            !busy.swap(true, Ordering::SeqCst),
+            "two requests of one connection processed at once"
+        );
+        let busy = Arc::clone(&busy);
+        let id = request.header.correlation_id;
+        let answer = move |request: Request| {
+            let size = if id % 5 == 0 { 300_000 } else { 8 };
+            let body = vec![(id % 251) as u8; size];
+            let send = ResponseSend::new(id, 0, vec![ResponseChunk::Bytes(Bytes::from(body))]);
+            busy.store(false, Ordering::SeqCst);
+            request.responder.send(Response::Send(send));
+        };
+        if id % 7 == 0 {
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(2));
+                answer(request);
+            });
+        } else {
+            answer(request);
+        }
+    });
+    let pool = RequestHandlerPool::start(3, &channel, handler).unwrap();
+    let mut client = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    client
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let mut writer = client.try_clone().unwrap();
+    let requests = 300;
+    let sender = std::thread::spawn(move || {
+        for id in 0..requests {
+            writer.write_all(&frame(id, b"x")).unwrap();
+        }
+    });
+    for id in 0..requests {
+        let body = read_response(&mut client);
+        assert_eq!(&body[..4], &id.to_be_bytes(), "response {id} out of order");
+        let expected = if id % 5 == 0 { 300_000 } else { 8 };
+        assert_eq!(body.len() - 4, expected);
+        assert!(body[4..].iter().all(|b| *b == (id % 251) as u8));
+    }
+    sender.join().unwrap();
+    server.shutdown();
+    channel.close();
+    pool.join();
+}
