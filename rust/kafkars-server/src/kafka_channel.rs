@@ -8,22 +8,22 @@
 //! wakes of the reader task and of another handler thread cost more than the work.
 //!
 //! Responses go out in request order. A handler whose response finds the connection idle
-//! (nothing queued, no write under way) writes it to the socket itself. Anything else
-//! (file regions, TLS, a socket that would block, responses behind others) is queued for
-//! the writer task, which owns the socket's write half while it writes and parks it here
-//! while it waits.
+//! (nothing queued, no write under way) writes what the socket takes without waiting, file
+//! regions with `sendfile(2)`. The rest (TLS, what would block, responses behind others)
+//! is queued for the writer task, which owns the socket's write half while it writes and
+//! parks it here while it waits.
 
 use std::collections::VecDeque;
-use std::io::{self, IoSlice};
+use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::sync::{Notify, OwnedSemaphorePermit};
 
-use crate::request_channel::{Request, Response, ResponseChunk};
+use crate::request_channel::{Request, Response};
 use crate::request_metrics::{RequestMetrics, RequestTimes};
-use crate::send::{ResponseWriter, write_response};
+use crate::send::{ResponseWriter, write_nonblocking, write_response};
 
 /// A response waiting for the writer task.
 struct Queued {
@@ -267,7 +267,7 @@ impl KafkaChannel {
     }
 
     /// Writes what the socket takes now, without waiting; returns what is left for the
-    /// writer task (a partial write's rest, file regions, a Close).
+    /// writer task (a partial write's rest, a Close).
     fn write_now(
         &self,
         half: &OwnedWriteHalf,
@@ -280,22 +280,10 @@ impl KafkaChannel {
                 self.metrics.record(times, started, started);
                 return Ok(None);
             }
-            Response::Send(send) if send.all_bytes() => send,
-            other => return Ok(Some(other)),
+            Response::Send(send) => send,
+            Response::Close => return Ok(Some(Response::Close)),
         };
-        let slices: Vec<IoSlice<'_>> = send
-            .chunks()
-            .iter()
-            .map(|chunk| match chunk {
-                ResponseChunk::Bytes(bytes) => IoSlice::new(bytes),
-                ResponseChunk::File(_) => unreachable!("checked by all_bytes"),
-            })
-            .collect();
-        let written = match half.try_write_vectored(&slices) {
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
-            Err(e) => return Err(e),
-        };
+        let written = write_nonblocking(half, &send)?;
         if written == send.size_in_bytes() {
             self.metrics.record(times, started, Instant::now());
             return Ok(None);

@@ -246,13 +246,6 @@ impl ResponseSend {
         &self.chunks
     }
 
-    /// Whether every chunk is in memory (no file region).
-    pub(crate) fn all_bytes(&self) -> bool {
-        self.chunks
-            .iter()
-            .all(|c| matches!(c, ResponseChunk::Bytes(_)))
-    }
-
     /// What is left once the first `written` bytes are on the wire.
     pub(crate) fn skip(mut self, mut written: usize) -> Self {
         let mut rest = Vec::with_capacity(self.chunks.len());

@@ -1,7 +1,7 @@
 //! Writing a response: byte chunks with `write_all`, file regions with `sendfile(2)` on
 //! plaintext connections, or read and encrypted on TLS ones.
 
-use std::io;
+use std::io::{self, IoSlice};
 use std::os::unix::fs::FileExt;
 
 use bytes::BytesMut;
@@ -80,6 +80,64 @@ pub(crate) async fn write_response(
     }
     // TLS buffers records until flushed; plaintext writes are already on the socket.
     writer.flush().await
+}
+
+/// Writes as much of `send` as a plaintext socket takes without waiting (file regions
+/// with `sendfile(2)`); returns the bytes written. What is left goes to the writer task.
+pub(crate) fn write_nonblocking(half: &OwnedWriteHalf, send: &ResponseSend) -> io::Result<usize> {
+    let stream = half.as_ref();
+    let chunks = send.chunks();
+    let mut written = 0;
+    let mut next = 0;
+    while let Some(chunk) = chunks.get(next) {
+        match chunk {
+            ResponseChunk::Bytes(_) => {
+                // The run of byte chunks from here, in one write.
+                let run: Vec<IoSlice<'_>> = chunks[next..]
+                    .iter()
+                    .map_while(|c| match c {
+                        ResponseChunk::Bytes(bytes) => Some(IoSlice::new(bytes)),
+                        ResponseChunk::File(_) => None,
+                    })
+                    .collect();
+                let wanted: usize = run.iter().map(|s| s.len()).sum();
+                let n = match stream.try_write_vectored(&run) {
+                    Ok(n) => n,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
+                    Err(e) => return Err(e),
+                };
+                written += n;
+                if n < wanted {
+                    return Ok(written);
+                }
+                next += run.len();
+            }
+            ResponseChunk::File(region) => {
+                let mut offset = region.position;
+                let end = region.position + region.len as u64;
+                while offset < end {
+                    let remaining = (end - offset) as usize;
+                    let sent = stream.try_io(Interest::WRITABLE, || {
+                        rustix::fs::sendfile(stream, &*region.file, Some(&mut offset), remaining)
+                            .map_err(io::Error::from)
+                    });
+                    match sent {
+                        // The file ended early (truncated under us).
+                        Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+                        Ok(_) => {}
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                        Err(e) => return Err(e),
+                    }
+                }
+                written += (offset - region.position) as usize;
+                if offset < end {
+                    return Ok(written);
+                }
+                next += 1;
+            }
+        }
+    }
+    Ok(written)
 }
 
 /// Moves a file region to the socket inside the kernel: the record bytes never enter user
