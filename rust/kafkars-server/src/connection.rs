@@ -230,7 +230,8 @@ impl ConnectionHandler {
             };
             let (frame, memory) = match frame {
                 Ok(Some(frame)) => frame,
-                Ok(None) => return Ok(()),
+                // The client is done sending: what it sent before is still answered.
+                Ok(None) => return self.drain(channel, closed).await.map(|_| ()),
                 Err(e) => return Err(e.to_string()),
             };
             deadline = Deadline::now() + idle;
@@ -249,18 +250,10 @@ impl ConnectionHandler {
                 // An API or version this broker cannot serve: Kafka closes the connection
                 // (after the responses already owed), and so does this. Once every request
                 // read before is answered, their responses are queued ahead of the close.
-                loop {
-                    if let Some(returned) = channel.take_returned() {
-                        self.dispatch(returned, closed).await?;
-                    } else if channel.all_answered() {
-                        channel.push(Response::Close);
-                        return Ok(());
-                    }
-                    tokio::select! {
-                        _ = channel.reader_wake.notified() => {}
-                        _ = closed.notified() => return Ok(()),
-                    }
+                if self.drain(channel, closed).await? {
+                    channel.push(Response::Close);
                 }
+                return Ok(());
             }
             let slot = tokio::select! {
                 slot = Arc::clone(&in_flight).acquire_owned() => {
@@ -301,6 +294,23 @@ impl ConnectionHandler {
                         }
                     }
                 }
+            }
+        }
+    }
+
+    /// Waits until every request read so far is answered (dispatching any a handler gave
+    /// back); false if the connection closed or the broker shuts down first.
+    async fn drain(&mut self, channel: &KafkaChannel, closed: &Notify) -> Result<bool, String> {
+        loop {
+            if let Some(returned) = channel.take_returned() {
+                self.dispatch(returned, closed).await?;
+            } else if channel.all_answered() {
+                return Ok(true);
+            }
+            tokio::select! {
+                _ = channel.reader_wake.notified() => {}
+                _ = closed.notified() => return Ok(false),
+                _ = self.shutdown.changed() => return Ok(false),
             }
         }
     }

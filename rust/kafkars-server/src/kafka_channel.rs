@@ -119,7 +119,8 @@ impl KafkaChannel {
     }
 
     /// The reader stops; the writer sends what is owed and then ends. Requests still
-    /// parked are dropped, which answers them with a close.
+    /// parked (the connection is closing or the broker stopping) are dropped, which
+    /// answers each with a close.
     pub(crate) fn reader_done(&self) {
         let parked = {
             let mut state = self.lock();

@@ -267,3 +267,32 @@ fn pipelined_requests_are_processed_one_at_a_time_and_answered_in_order() {
     channel.close();
     pool.join();
 }
+
+#[test]
+fn requests_sent_before_a_half_close_are_all_answered() {
+    let (_dir, file) = segment_file(b"R");
+    let (server, channel, pool, port) = start(file, 1, config());
+    let mut client = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    client
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    // More than the reader reads ahead, one of them slow, then the write side closes.
+    for id in 0..10 {
+        let body: &[u8] = if id == 1 { b"slow" } else { b"x" };
+        client.write_all(&frame(id, body)).unwrap();
+    }
+    client.shutdown(std::net::Shutdown::Write).unwrap();
+    for id in 0..10i32 {
+        let body = read_response(&mut client);
+        assert_eq!(&body[..4], &id.to_be_bytes());
+    }
+    let mut rest = Vec::new();
+    assert_eq!(
+        client.read_to_end(&mut rest).unwrap(),
+        0,
+        "closed after the last"
+    );
+    server.shutdown();
+    channel.close();
+    pool.join();
+}
