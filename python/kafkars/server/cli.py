@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import resource
@@ -108,6 +109,9 @@ def main(
         log.debug("Start-up failure", exc_info=True)
         server.shutdown()
         raise SystemExit(1) from None
+    # What start-up built lives as long as the broker: kept out of the cyclic collector,
+    # so a full collection does not walk it (5 to 8 ms on this machine) under load.
+    gc.freeze()
     if ready_file:
         tmp = Path(ready_file + ".tmp")
         tmp.write_text(
