@@ -46,14 +46,31 @@ struct State {
     closed: bool,
     /// A request is with a handler (the channel is muted).
     processing: bool,
-    /// Requests read while one is processed, in order.
+    /// Requests read while one is processed, in order, and their body bytes.
     waiting: VecDeque<Request>,
+    waiting_bytes: usize,
     /// The reader waits for room in `waiting` (or to close after what is owed).
     reader_waits: bool,
 }
 
-/// Requests the reader may read ahead of the one being processed.
-pub(crate) const READ_AHEAD: usize = 4;
+impl State {
+    fn push_waiting(&mut self, request: Request) {
+        self.waiting_bytes += request.body.len();
+        self.waiting.push_back(request);
+    }
+
+    fn pop_waiting(&mut self) -> Option<Request> {
+        let request = self.waiting.pop_front()?;
+        self.waiting_bytes = self.waiting_bytes.saturating_sub(request.body.len());
+        Some(request)
+    }
+}
+
+/// Requests the reader may read ahead of the one being processed, and their bytes (one
+/// request is always allowed). The reader is woken again once half of either is free, so
+/// a pipelining client costs the reader a wake per several requests, not one each.
+pub(crate) const READ_AHEAD: usize = 16;
+const READ_AHEAD_BYTES: usize = 1024 * 1024;
 
 /// What became of a request the reader offered.
 pub(crate) enum Offer {
@@ -125,6 +142,7 @@ impl KafkaChannel {
         let parked = {
             let mut state = self.lock();
             state.reader_done = true;
+            state.waiting_bytes = 0;
             std::mem::take(&mut state.waiting)
         };
         drop(parked);
@@ -137,16 +155,19 @@ impl KafkaChannel {
         if !state.processing {
             state.processing = true;
             // A request handed back (its connection was muted) goes before this one.
-            return match state.waiting.pop_front() {
+            return match state.pop_waiting() {
                 Some(earlier) => {
-                    state.waiting.push_back(request);
+                    state.push_waiting(request);
                     Offer::Dispatch(earlier)
                 }
                 None => Offer::Dispatch(request),
             };
         }
-        if state.waiting.len() < READ_AHEAD {
-            state.waiting.push_back(request);
+        if state.waiting.is_empty()
+            || (state.waiting.len() < READ_AHEAD
+                && state.waiting_bytes + request.body.len() <= READ_AHEAD_BYTES)
+        {
+            state.push_waiting(request);
             return Offer::Parked;
         }
         state.reader_waits = true;
@@ -159,7 +180,7 @@ impl KafkaChannel {
         if state.processing {
             return None;
         }
-        let request = state.waiting.pop_front()?;
+        let request = state.pop_waiting()?;
         state.processing = true;
         Some(request)
     }
@@ -182,10 +203,12 @@ impl KafkaChannel {
             let next = if state.closed {
                 None
             } else {
-                state.waiting.pop_front()
+                state.pop_waiting()
             };
             state.processing = next.is_some();
-            (next, std::mem::take(&mut state.reader_waits))
+            let room = state.waiting.len() <= READ_AHEAD / 2
+                && state.waiting_bytes <= READ_AHEAD_BYTES / 2;
+            (next, room && std::mem::take(&mut state.reader_waits))
         };
         if let Some(request) = next
             && let Some(request) = hand_over(request, &self.requests)
@@ -193,6 +216,7 @@ impl KafkaChannel {
             // Throttled, or no room on the request channel: the reader takes it back (and
             // sleeps out the throttle, or waits for room).
             let mut state = self.lock();
+            state.waiting_bytes += request.body.len();
             state.waiting.push_front(request);
             state.processing = false;
             drop(state);
