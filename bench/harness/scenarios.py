@@ -177,6 +177,7 @@ class Bench:
         self.results = results
         self.run_id = uuid.uuid4().hex[:6]
         self.states = [State(t, results["targets"].setdefault(t.name, {})) for t in targets_]
+        self._each_calls = 0
         self.limits: dict[str, Any] = results.setdefault("limits", {})
         self.ceiling: dict[str, Any] = results.setdefault("ceiling", {})
         self._progress_total = progress_total
@@ -265,7 +266,11 @@ class Bench:
         return steps
 
     def _each(self, label: str, fn: Callable[..., None], *args: Any) -> list[Step]:
-        return [(f"{label} ({st.target.name})", _bind(fn, st, *args)) for st in self.states]
+        # Every other step the order of the brokers turns round, so neither always runs
+        # right after the other's step (and the writeback and deletions it leaves).
+        self._each_calls += 1
+        states = self.states if self._each_calls % 2 else list(reversed(self.states))
+        return [(f"{label} ({st.target.name})", _bind(fn, st, *args)) for st in states]
 
     def run(self) -> None:
         try:
