@@ -15,6 +15,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from kazoo.exceptions import NoNodeError
 
 from kafkars.coordinator.group.records import partition_for
+from kafkars.testing import consume
 
 from .conftest import MixedCluster
 
@@ -317,30 +318,16 @@ def read_to_end(
 ) -> list[bytes]:
     """Every record of `topic` from offset 0 up to each partition's end (the last stable
     offset for read_committed), through all running brokers."""
-    c = Consumer(
-        {
-            "bootstrap.servers": cluster.bootstrap_servers,
-            "group.id": "unused",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "isolation.level": isolation,
-            **QUIET,
-        }
+    records = consume.read_to_end(
+        cluster.bootstrap_servers,
+        topic,
+        partitions,
+        isolation_level=isolation,
+        timeout_s=60,
+        strict=True,
+        config=QUIET,
     )
-    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    out: list[bytes] = []
-    at_end: set[int] = set()
-    deadline = time.monotonic() + 60
-    while len(at_end) < partitions:
-        assert time.monotonic() < deadline, f"{topic}: only partitions {at_end} read to the end"
-        for m in c.consume(1000, 0.5):
-            if m.error() is None:
-                out.append(m.value())
-                at_end.discard(m.partition())
-            elif m.error().code() == -191:  # _PARTITION_EOF
-                at_end.add(m.partition())
-    c.close()
-    return out
+    return [m.value() for m in records]
 
 
 @dataclass

@@ -45,11 +45,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafkars import _core
 from kafkars.broker import Broker
+from kafkars.testing.consume import read_to_end
 from kafkars.testing.reference_kafka import ReferenceKafka, kafka_tool
 
 pytestmark = pytest.mark.timeout(300)
@@ -357,43 +358,11 @@ def list_offsets(conn: Connection, topic: str, partition: int, timestamps: list[
 
 
 def consume(bootstrap: str, topic: str, partitions: int, isolation: str) -> list[Any]:
-    c = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"storage-compat-{uuid.uuid4().hex[:8]}",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "isolation.level": isolation,
-        }
-    )
-    try:
-        c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-        out: list[Any] = []
-        at_end: set[int] = set()
-        deadline = time.monotonic() + 30
-        while len(at_end) < partitions:
-            assert time.monotonic() < deadline, f"{topic}: no end ({len(out)} records)"
-            msg = c.poll(0.5)
-            if msg is None:
-                continue
-            if msg.error():
-                if msg.error().code() == KafkaError._PARTITION_EOF:
-                    at_end.add(msg.partition())
-                    continue
-                raise KafkaException(msg.error())
-            out.append(
-                (
-                    msg.partition(),
-                    msg.offset(),
-                    msg.timestamp(),
-                    msg.key(),
-                    msg.value(),
-                    msg.headers(),
-                )
-            )
-        return sorted(out, key=lambda r: (r[0], r[1]))
-    finally:
-        c.close()
+    records = read_to_end(bootstrap, topic, partitions, isolation_level=isolation, strict=True)
+    fields = [
+        (m.partition(), m.offset(), m.timestamp(), m.key(), m.value(), m.headers()) for m in records
+    ]
+    return sorted(fields, key=lambda r: (r[0], r[1]))
 
 
 @dataclass
