@@ -336,13 +336,18 @@ pub(crate) fn take_handed_over() -> Option<Request> {
 }
 
 /// Starts the processing of a connection's next request: onto this thread if it is a
-/// request handler with nothing handed over yet, else onto the request channel. Gives it
-/// back when the connection is throttled or the channel is full.
+/// request handler with nothing handed over yet and no other connection's request waits
+/// on the request channel (which would otherwise wait behind this connection's), else
+/// onto the request channel, behind those. Gives it back when the connection is
+/// throttled or the channel is full.
 fn hand_over(mut request: Request, requests: &async_channel::Sender<Request>) -> Option<Request> {
     if request.context.session.muted_until().is_some() {
         return Some(request);
     }
     request.start_processing();
+    if !requests.is_empty() {
+        return requests.try_send(request).err().map(|e| e.into_inner());
+    }
     let request = HANDED_OVER.with(|slot| match slot.borrow_mut().as_mut() {
         Some(free @ None) => {
             request.responder.times.dequeued = Some(Instant::now());

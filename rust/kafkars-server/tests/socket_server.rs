@@ -296,3 +296,58 @@ fn requests_sent_before_a_half_close_are_all_answered() {
     channel.close();
     pool.join();
 }
+
+#[test]
+fn a_pipelining_connection_does_not_starve_the_others() {
+    // One handler thread. Connection A keeps its reader full of requests, each taking the
+    // handler a moment; B's single request must not wait for A's stream to end: the handler
+    // takes A's next request itself only while nobody else's waits.
+    let channel = RequestChannel::new(16);
+    let server = SocketServer::start(config(), &channel).unwrap();
+    let port = server.bound_listeners()[0].local_addr.port();
+    let handler = Arc::new(move |request: Request| {
+        if request.body.starts_with(b"a") {
+            std::thread::sleep(Duration::from_micros(500));
+        }
+        let id = request.header.correlation_id;
+        let send = ResponseSend::new(id, 0, vec![ResponseChunk::Bytes(Bytes::from_static(b"ok"))]);
+        request.responder.send(Response::Send(send));
+    });
+    let pool = RequestHandlerPool::start(1, &channel, handler).unwrap();
+    let requests = 2000;
+    let mut a = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    a.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut a_writer = a.try_clone().unwrap();
+    let a_sender = std::thread::spawn(move || {
+        for id in 0..requests {
+            a_writer.write_all(&frame(id, b"a")).unwrap();
+        }
+    });
+    let a_answered = Arc::new(std::sync::atomic::AtomicI32::new(0));
+    let a_reader = {
+        let answered = Arc::clone(&a_answered);
+        std::thread::spawn(move || {
+            for _ in 0..requests {
+                read_response(&mut a);
+                answered.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        })
+    };
+    while a_answered.load(std::sync::atomic::Ordering::SeqCst) < 100 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let mut b = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    b.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    b.write_all(&frame(7, b"b")).unwrap();
+    read_response(&mut b);
+    let a_done = a_answered.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(
+        a_done < requests - 100,
+        "B was answered only after {a_done} of A's {requests} requests"
+    );
+    a_sender.join().unwrap();
+    a_reader.join().unwrap();
+    server.shutdown();
+    channel.close();
+    pool.join();
+}
