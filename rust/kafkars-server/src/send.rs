@@ -114,23 +114,9 @@ pub(crate) fn write_nonblocking(half: &OwnedWriteHalf, send: &ResponseSend) -> i
             }
             ResponseChunk::File(region) => {
                 let mut offset = region.position;
-                let end = region.position + region.len as u64;
-                while offset < end {
-                    let remaining = (end - offset) as usize;
-                    let sent = stream.try_io(Interest::WRITABLE, || {
-                        rustix::fs::sendfile(stream, &*region.file, Some(&mut offset), remaining)
-                            .map_err(io::Error::from)
-                    });
-                    match sent {
-                        // The file ended early (truncated under us).
-                        Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
-                        Ok(_) => {}
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                        Err(e) => return Err(e),
-                    }
-                }
+                let done = sendfile_now(stream, region, &mut offset)?;
                 written += (offset - region.position) as usize;
-                if offset < end {
+                if !done {
                     return Ok(written);
                 }
                 next += 1;
@@ -140,26 +126,33 @@ pub(crate) fn write_nonblocking(half: &OwnedWriteHalf, send: &ResponseSend) -> i
     Ok(written)
 }
 
-/// Moves a file region to the socket inside the kernel: the record bytes never enter user
-/// space. The socket is non-blocking, so wait for writability and retry on `WouldBlock`.
-async fn send_file(writer: &mut OwnedWriteHalf, region: &FileRegion) -> io::Result<()> {
-    let stream = writer.as_ref();
-    let mut offset = region.position;
+/// Sends a file region from `offset` (moved along) until its end, true, or until the
+/// socket would block, false. The record bytes never enter user space.
+fn sendfile_now(stream: &TcpStream, region: &FileRegion, offset: &mut u64) -> io::Result<bool> {
     let end = region.position + region.len as u64;
-    while offset < end {
-        stream.writable().await?;
-        let remaining = (end - offset) as usize;
+    while *offset < end {
+        let remaining = (end - *offset) as usize;
         let sent = stream.try_io(Interest::WRITABLE, || {
-            rustix::fs::sendfile(stream, &*region.file, Some(&mut offset), remaining)
+            rustix::fs::sendfile(stream, &*region.file, Some(&mut *offset), remaining)
                 .map_err(io::Error::from)
         });
         match sent {
             // The file ended early (truncated under us): the frame cannot be completed.
             Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
             Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
             Err(e) => return Err(e),
         }
+    }
+    Ok(true)
+}
+
+/// A file region with `sendfile(2)`, waiting for the socket whenever it would block.
+async fn send_file(writer: &mut OwnedWriteHalf, region: &FileRegion) -> io::Result<()> {
+    let stream = writer.as_ref();
+    let mut offset = region.position;
+    while !sendfile_now(stream, region, &mut offset)? {
+        stream.writable().await?;
     }
     Ok(())
 }

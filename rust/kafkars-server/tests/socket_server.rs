@@ -351,3 +351,33 @@ fn a_pipelining_connection_does_not_starve_the_others() {
     channel.close();
     pool.join();
 }
+
+#[test]
+fn large_file_regions_finish_after_the_socket_fills() {
+    // Far more than a socket buffer: the handler's own sendfile stops when the socket
+    // would block and the writer task sends the rest, in order, byte for byte.
+    let contents: Vec<u8> = (0..4 * 1024 * 1024u32).map(|i| (i % 253) as u8).collect();
+    let (_dir, file) = segment_file(&contents);
+    let (server, channel, pool, port) = start(file, contents.len(), config());
+    let mut client = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    client
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    for id in 0..3 {
+        client.write_all(&frame(id, b"f")).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    for id in 0..3i32 {
+        let body = read_response(&mut client);
+        let head = format!("{id}:f");
+        assert_eq!(&body[..4], &id.to_be_bytes());
+        assert_eq!(&body[4..4 + head.len()], head.as_bytes());
+        assert!(
+            body[4 + head.len()..] == contents[..],
+            "response {id}: file bytes differ"
+        );
+    }
+    server.shutdown();
+    channel.close();
+    pool.join();
+}
