@@ -6,7 +6,6 @@ SaslHandshake and SaslAuthenticate (PLAIN, SCRAM-SHA-256/512)."""
 
 from __future__ import annotations
 
-import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,6 +99,10 @@ PLAINTEXT = ClientSecurity()
 
 def system_trust() -> bytes | None:
     """The system's CA certificates (PEM), what a TLS client trusts without a trust store."""
+    # Imported here: loading OpenSSL costs a broker several MiB it never needs otherwise
+    # (TLS itself is rustls, in the Rust core).
+    import ssl
+
     paths = ssl.get_default_verify_paths()
     for candidate in (paths.cafile, paths.openssl_cafile):
         if candidate and Path(candidate).is_file():

@@ -20,8 +20,8 @@ from typing import Any
 from kazoo.exceptions import BadVersionError
 
 from kafkars import _core
-from kafkars.controller import KafkaController
 from kafkars.controller.channel_manager import call_broker
+from kafkars.controller.kafka_controller import KafkaController
 from kafkars.protocol import Errors, KafkaError
 from kafkars.security.client_auth import PLAINTEXT, ClientSecurity
 from kafkars.server.dynamic_config import DynamicBrokerConfig
