@@ -8,8 +8,8 @@
 //! wakes of the reader task and of another handler thread cost more than the work.
 //!
 //! Responses go out in request order. A handler whose response finds the connection idle
-//! (nothing queued, no write under way) writes what the socket takes without waiting, file
-//! regions with `sendfile(2)`. The rest (TLS, what would block, responses behind others)
+//! (nothing queued, no write under way) takes the socket's write half out of the channel
+//! and writes what the socket takes without waiting, file regions with `sendfile(2)`. The rest (TLS, what would block, responses behind others)
 //! is queued for the writer task, which owns the socket's write half while it writes and
 //! parks it here while it waits.
 
@@ -258,28 +258,54 @@ impl KafkaChannel {
         if state.closed {
             return false;
         }
-        let response = if state.queued.is_empty()
-            && let Some(half) = &state.idle_half
-        {
-            match self.write_now(half, response, &times) {
-                Ok(None) => {
-                    if state.reader_done && state.outstanding == 0 {
-                        drop(state);
-                        self.work.notify_one();
-                    }
-                    return true;
-                }
-                Ok(Some(rest)) => rest,
-                Err(_) => {
-                    // The peer is gone: the writer task ends the connection.
-                    state.closed = true;
+        let response = match state.idle_half.take() {
+            Some(half) if state.queued.is_empty() => {
+                // Written without the lock: a sendfile from disk may take a while, and the
+                // connection's reader (on a processor thread) must not wait for it.
+                drop(state);
+                let written = self.write_now(&half, response, &times);
+                state = self.lock();
+                if state.closed {
+                    // The connection ended meanwhile; dropping the half shuts it down.
                     drop(state);
-                    self.work.notify_one();
+                    drop(half);
                     return false;
                 }
+                state.idle_half = Some(half);
+                match written {
+                    Ok(None) => {
+                        let wake = !state.queued.is_empty()
+                            || (state.reader_done && state.outstanding == 0);
+                        drop(state);
+                        if wake {
+                            self.work.notify_one();
+                        }
+                        return true;
+                    }
+                    // What would block goes ahead of anything queued meanwhile.
+                    Ok(Some(rest)) => {
+                        state.queued.push_front(Queued {
+                            response: rest,
+                            times: Some(times),
+                            _slot: slot,
+                        });
+                        drop(state);
+                        self.work.notify_one();
+                        return true;
+                    }
+                    Err(_) => {
+                        // The peer is gone: the writer task ends the connection.
+                        state.closed = true;
+                        drop(state);
+                        self.work.notify_one();
+                        return false;
+                    }
+                }
             }
-        } else {
-            response
+            half => {
+                state.idle_half = half;
+                response
+            }
         };
         state.queued.push_back(Queued {
             response,
@@ -376,16 +402,21 @@ pub(crate) async fn write_loop(
             if state.closed {
                 break;
             }
-            match state.queued.pop_front() {
-                Some(item) => Some(item),
-                None if state.reader_done && state.outstanding == 0 => break,
-                None => {
-                    // Park a plaintext half so handlers can write while this task waits.
-                    match writer.take() {
-                        Some(ResponseWriter::Plain(half)) => state.idle_half = Some(half),
-                        other => writer = other,
+            if writer.is_none() {
+                // A handler is writing with the half; it wakes this task when it is back.
+                None
+            } else {
+                match state.queued.pop_front() {
+                    Some(item) => Some(item),
+                    None if state.reader_done && state.outstanding == 0 => break,
+                    None => {
+                        // Park a plaintext half so handlers can write while this task waits.
+                        match writer.take() {
+                            Some(ResponseWriter::Plain(half)) => state.idle_half = Some(half),
+                            other => writer = other,
+                        }
+                        None
                     }
-                    None
                 }
             }
         };
