@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import logging
 import os
 import re
@@ -83,6 +82,8 @@ def config_key(name: str) -> ConfigKey | None:
 
 def did_you_mean(name: str) -> str:
     """``"; did you mean 'x'?"`` naming the closest known broker config, or ``""``."""
+    import difflib  # only for a misspelt name
+
     known = [*BROKER_CONFIG_DEF.names(), *BROKER_DYNAMIC_ONLY_DEF.names()]
     close = difflib.get_close_matches(name, known, n=1, cutoff=0.8)
     return f"; did you mean '{close[0]}'?" if close else ""

@@ -5,8 +5,6 @@ password. Kept in one JSON file per user under the broker's config store."""
 from __future__ import annotations
 
 import base64
-import hashlib
-import hmac
 import os
 import re
 import threading
@@ -14,6 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafkars.config.store import atomic_write_json
+
+# hashlib and hmac are imported where they hash: loading OpenSSL's libcrypto is 6 to 13 ms
+# of a start-up that has no SASL listener.
 
 # Kafka's mechanism ids in (Describe|Alter)UserScramCredentials, and hash functions.
 MECHANISMS = {"SCRAM-SHA-256": (1, "sha256"), "SCRAM-SHA-512": (2, "sha512")}
@@ -34,6 +35,9 @@ class ScramCredential:
     def from_salted_password(
         cls, mechanism: str, salt: bytes, salted_password: bytes, iterations: int
     ) -> ScramCredential:
+        import hashlib
+        import hmac
+
         algo = MECHANISMS[mechanism][1]
         client_key = hmac.new(salted_password, b"Client Key", algo).digest()
         return cls(
@@ -47,6 +51,8 @@ class ScramCredential:
     def from_password(
         cls, mechanism: str, password: str, iterations: int = MIN_ITERATIONS
     ) -> ScramCredential:
+        import hashlib
+
         salt = os.urandom(32)
         algo = MECHANISMS[mechanism][1]
         salted = hashlib.pbkdf2_hmac(algo, password.encode(), salt, iterations)

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-import logging.config
-import logging.handlers
 import sys
 from pathlib import Path
 
@@ -57,12 +55,13 @@ def configure_logging(
     formatter = logging.Formatter(LOG_FORMAT)
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
     if log_file is not None:
+        # Imported here: logging.handlers brings socket and pickle, 8 ms of start-up.
+        from logging.handlers import RotatingFileHandler
+
         try:
             log_file.parent.mkdir(parents=True, exist_ok=True)
             handlers.append(
-                logging.handlers.RotatingFileHandler(
-                    log_file, maxBytes=max_bytes, backupCount=backup_count
-                )
+                RotatingFileHandler(log_file, maxBytes=max_bytes, backupCount=backup_count)
             )
         except OSError as e:
             raise LoggingConfigError(f"cannot write the log file {log_file}: {e.strerror}") from e
@@ -78,6 +77,8 @@ def configure_logging(
 
 
 def _apply_config_file(path: Path) -> None:
+    from logging.config import dictConfig, fileConfig
+
     try:
         if path.suffix == ".json":
             config = json.loads(path.read_text())
@@ -85,8 +86,8 @@ def _apply_config_file(path: Path) -> None:
             # Keep the handlers set up above unless the file says otherwise.
             config.setdefault("incremental", False)
             config.setdefault("disable_existing_loggers", False)
-            logging.config.dictConfig(config)
+            dictConfig(config)
         else:
-            logging.config.fileConfig(path, disable_existing_loggers=False)
+            fileConfig(path, disable_existing_loggers=False)
     except (OSError, ValueError, KeyError, TypeError, RuntimeError) as e:
         raise LoggingConfigError(f"cannot apply the logging config {path}: {e}") from e
