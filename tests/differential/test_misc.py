@@ -4,6 +4,7 @@ ConsumerGroupHeartbeat and ConsumerGroupDescribe, AddPartitionsToTxn's broker fo
 
 from __future__ import annotations
 
+import socket
 import struct
 import time
 from typing import Any
@@ -229,6 +230,27 @@ def test_unsupported_version_and_unknown_api_close(pair: Pair) -> None:
             for broker, conn in pair.conns.items()
         }
         assert outcomes == {"kafka": None, "kafkars": None}, (api_key, version, outcomes)
+
+
+def test_requests_sent_before_a_half_close_are_answered(pair: Pair) -> None:
+    """Five pipelined ApiVersions, then the client shuts down its sending side: Kafka
+    answers all five in order before it closes, and so does kafkars."""
+    answered = {}
+    for broker, address in pair.addresses.items():
+        host, port = address.rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=30) as sock:
+            sock.sendall(b"".join(_frame(18, 0, cid) for cid in range(1, 6)))
+            sock.shutdown(socket.SHUT_WR)
+            received = b""
+            while chunk := sock.recv(65536):
+                received += chunk
+        ids = []
+        while len(received) >= 8:
+            size, correlation = struct.unpack(">ii", received[:8])
+            ids.append(correlation)
+            received = received[4 + size :]
+        answered[broker] = ids
+    assert answered == {"kafka": [1, 2, 3, 4, 5], "kafkars": [1, 2, 3, 4, 5]}, answered
 
 
 def test_consumer_group_join_and_leave(pair: Pair, name: str) -> None:
