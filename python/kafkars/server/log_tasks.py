@@ -49,7 +49,8 @@ def schedule_log_tasks(scheduler: KafkaScheduler, log_manager: Any, config: Any)
         log_manager.flush_dirty_logs(now_ms())
 
     def delete_logs() -> None:
-        log_manager.delete_pending(now_ms())
+        # A deleted topic's logs wait the broker's file.delete.delay.ms, as in Kafka.
+        log_manager.delete_pending(now_ms(), int(get("log.segment.delete.delay.ms")))
 
     scheduler.schedule(
         "kafka-log-retention", retention, initial, int(get("log.retention.check.interval.ms"))

@@ -531,11 +531,20 @@ impl PyLogManager {
         py.detach(|| m.flush_rolled_segments()).map_err(log_error)
     }
 
-    /// Physically deletes `.deleted` segments and `-delete` dirs whose delay has passed.
-    fn delete_pending(&self, py: Python<'_>, now_ms: i64) -> PyResult<usize> {
+    /// Physically deletes `.deleted` segments whose delay has passed, and `-delete` dirs
+    /// renamed `file_delete_delay_ms` (the broker's) or more before `now_ms`.
+    fn delete_pending(
+        &self,
+        py: Python<'_>,
+        now_ms: i64,
+        file_delete_delay_ms: i64,
+    ) -> PyResult<usize> {
         let m = self.manager()?;
         py.detach(|| {
-            Ok::<_, LogError>(m.delete_pending_segments(now_ms)? + m.delete_pending_dirs()?)
+            Ok::<_, LogError>(
+                m.delete_pending_segments(now_ms)?
+                    + m.delete_due_dirs(now_ms, file_delete_delay_ms)?,
+            )
         })
         .map_err(log_error)
     }

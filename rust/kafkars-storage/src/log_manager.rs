@@ -87,7 +87,8 @@ pub struct LogManager {
     clock: Arc<dyn Clock>,
     broker_id: i32,
     next_dir: AtomicUsize,
-    dirs_to_delete: Mutex<Vec<PathBuf>>,
+    /// Dirs [`delete_log`](Self::delete_log) renamed, with when (ms): Kafka's `logsToBeDeleted`.
+    dirs_to_delete: Mutex<Vec<(PathBuf, i64)>>,
     /// Partitions a cleaner thread is working on (Kafka's LogCleanerManager in-progress
     /// state) and the lock over `cleaner-offset-checkpoint` updates.
     cleaning: Mutex<HashSet<TopicPartition>>,
@@ -548,7 +549,7 @@ impl LogManager {
         fs::rename(&dir, &new_dir).at(&dir)?;
         fsync_dir(parent)?;
         log.mark_deleted(&new_dir);
-        lock(&self.dirs_to_delete).push(new_dir);
+        lock(&self.dirs_to_delete).push((new_dir, self.clock.now_ms()));
         Ok(true)
     }
 
@@ -789,10 +790,30 @@ impl LogManager {
         }
     }
 
-    /// Removes directories renamed by [`delete_log`](Self::delete_log); returns how many.
+    /// Removes the dirs [`delete_log`](Self::delete_log) renamed at least
+    /// `file_delete_delay_ms` before `now_ms`, as Kafka's `deleteLogs` waits the broker's
+    /// `file.delete.delay.ms`: a fetch still reading the log finishes first, and removing a
+    /// big log's files (its page cache dropped) happens later, not inside the DeleteTopics.
+    /// Returns how many.
+    pub fn delete_due_dirs(&self, now_ms: i64, file_delete_delay_ms: i64) -> Result<usize> {
+        self.remove_dirs(|renamed_ms| renamed_ms.saturating_add(file_delete_delay_ms) <= now_ms)
+    }
+
+    /// Removes every dir [`delete_log`](Self::delete_log) renamed, due or not (shutdown).
     pub fn delete_pending_dirs(&self) -> Result<usize> {
-        let dirs: Vec<PathBuf> = std::mem::take(&mut *lock(&self.dirs_to_delete));
-        for d in &dirs {
+        self.remove_dirs(|_| true)
+    }
+
+    fn remove_dirs(&self, due: impl Fn(i64) -> bool) -> Result<usize> {
+        let doomed: Vec<PathBuf> = {
+            let mut pending = lock(&self.dirs_to_delete);
+            let (doomed, later) = std::mem::take(&mut *pending)
+                .into_iter()
+                .partition(|(_, renamed_ms)| due(*renamed_ms));
+            *pending = later;
+            doomed.into_iter().map(|(dir, _)| dir).collect()
+        };
+        for d in &doomed {
             match fs::remove_dir_all(d) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                     return Err(LogError::io(d, e));
@@ -800,7 +821,7 @@ impl LogManager {
                 _ => {}
             }
         }
-        Ok(dirs.len())
+        Ok(doomed.len())
     }
 
     fn write_offsets(&self, file: &str, value: impl Fn(&Log) -> i64) -> Result<()> {

@@ -228,7 +228,7 @@ fn clean_restart_skips_recovery_and_unclean_restart_recovers() {
 }
 
 #[test]
-fn delete_log_renames_then_removes() {
+fn delete_log_renames_then_removes_after_the_file_delete_delay() {
     let a = tempfile::tempdir().unwrap();
     let m = manager(&[a.path()], 1).unwrap();
     m.load_logs(1, &|_| LogConfig::default()).unwrap();
@@ -248,7 +248,15 @@ fn delete_log_renames_then_removes() {
             .any(|n| n.starts_with("gone-soon-0.") && n.ends_with("-delete")),
         "{names:?}"
     );
-    assert_eq!(m.delete_pending_dirs().unwrap(), 1);
+    // Renamed at the clock's 1,000 ms; Kafka's file.delete.delay.ms (60 s) must pass first.
+    assert_eq!(m.delete_due_dirs(60_999, 60_000).unwrap(), 0);
+    assert!(fs::read_dir(a.path()).unwrap().any(|e| {
+        e.unwrap()
+            .file_name()
+            .to_string_lossy()
+            .ends_with("-delete")
+    }));
+    assert_eq!(m.delete_due_dirs(61_000, 60_000).unwrap(), 1);
     assert!(!fs::read_dir(a.path()).unwrap().any(|e| {
         e.unwrap()
             .file_name()
