@@ -425,7 +425,7 @@ class Bench:
         if case in self.cfg.consume_cases and "consume" in self.cfg.groups:
             st.produced[case] = (topic, run.records)
         else:
-            targets.delete_topics(st.target.bootstrap, [topic])
+            targets.delete_topics(st.target, [topic])
 
     def consume(self, st: State, case: Case) -> None:
         if case not in st.produced:
@@ -442,7 +442,7 @@ class Bench:
         ceiling = self.ceiling.get(f"consume {case.size}")
         row["vs_ceiling"] = _ratio(run.mb_per_s, ceiling["MBps"] if ceiling else None)
         st.results.setdefault("consume", []).append(row)
-        targets.delete_topics(st.target.bootstrap, [topic])
+        targets.delete_topics(st.target, [topic])
 
     # --- lag: offset 0 of a big topic ----------------------------------------------------------
 
@@ -487,7 +487,7 @@ class Bench:
         lag["consume"]["vs_sendfile"] = _ratio(
             run.mb_per_s, limit or self.limits.get("sendfile_MBps")
         )
-        targets.delete_topics(st.target.bootstrap, [topic])
+        targets.delete_topics(st.target, [topic])
 
     # --- latency -----------------------------------------------------------------------------
 
@@ -504,7 +504,7 @@ class Bench:
                 partition=0,
             )
             st.max_rate = run.records_per_s
-            targets.delete_topics(st.target.bootstrap, [topic])
+            targets.delete_topics(st.target, [topic])
         st.results["latency_max_records_per_s"] = st.max_rate
 
     def _reference_max(self, st: State) -> float | None:
@@ -536,7 +536,7 @@ class Bench:
                 size=BASELINE.size,
             )
             self._latency_row(st, level, load, None, wanted, wanted, measured)
-            targets.delete_topics(st.target.bootstrap, [topic])
+            targets.delete_topics(st.target, [topic])
             return
         rate = wanted
         cap = self.client.max_latency_rate
@@ -555,7 +555,7 @@ class Bench:
             linger_ms=linger,
         )
         self._latency_row(st, level, load, linger, rate, wanted, lat)
-        targets.delete_topics(st.target.bootstrap, [topic])
+        targets.delete_topics(st.target, [topic])
 
     def _latency_row(
         self,
@@ -610,7 +610,7 @@ class Bench:
             "vs_socket": _ratio(run.mb_per_s, self.limits.get("socket_write_MBps")),
             "rss_MiB": _rss_mib(st.target.pid),
         }
-        targets.delete_topics(st.target.bootstrap, [topic])
+        targets.delete_topics(st.target, [topic])
 
     def connections(self, st: State) -> None:
         host, port = st.target.host_port
@@ -659,9 +659,9 @@ class Bench:
                     linger_ms=LATENCY_LINGER_MS,
                 )
                 out["latency"] = {"load": LOADS[0], **lat.summary()}
-                targets.delete_topics(st.target.bootstrap, [lat_topic])
+                targets.delete_topics(st.target, [lat_topic])
             out["rss_load_MiB"] = _rss_mib(st.target.pid)
-            targets.delete_topics(st.target.bootstrap, [topic])
+            targets.delete_topics(st.target, [topic])
         finally:
             pinger.stop()
             for s in socks:
@@ -721,7 +721,7 @@ class Bench:
             if gb:
                 res[f"cpu_s_per_GB_{key}"] = sum(r["cpu_s"] for r in usable) / gb
         for st_topic, _ in list(st.produced.values()):
-            targets.delete_topics(st.target.bootstrap, [st_topic])
+            targets.delete_topics(st.target, [st_topic])
 
 
 class Pinger:

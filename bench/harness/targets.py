@@ -158,11 +158,26 @@ def create_topic(bootstrap: str, name: str, partitions: int) -> None:
         f.result()
 
 
-def delete_topics(bootstrap: str, names: list[str]) -> None:
-    """Best effort: the data of a finished scenario should not sit in the page cache."""
+def delete_topics(target: Target, names: list[str]) -> None:
+    """Best effort: the data of a finished scenario should not sit in the page cache.
+
+    On a broker this run started, waits (at most a minute) until the topics' dirs are gone
+    from its log dir: both brokers run with log.segment.delete.delay.ms=1000 (Kafka's
+    default is 60 s), so removing one step's gigabytes (and dropping their page cache)
+    happens here, not inside a later step's measurement, of either broker."""
     if not names:
         return
-    admin = _admin(bootstrap)
+    admin = _admin(target.bootstrap)
     for f in admin.delete_topics(names, operation_timeout=60).values():
         with contextlib.suppress(Exception):
             f.result()
+    log_dir = getattr(target.own, "log_dir", None)
+    if log_dir is None:
+        return
+    # <topic>-<partition>, renamed <topic>-<partition>.<id>-delete until removed.
+    dirs = re.compile("|".join(rf"{re.escape(n)}-\d+(\..*-delete)?" for n in names))
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and any(
+        dirs.fullmatch(entry.name) for entry in Path(log_dir).iterdir()
+    ):
+        time.sleep(0.05)
