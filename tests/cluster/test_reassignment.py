@@ -62,7 +62,13 @@ def write_plan(tmp_path: Path, topic: str, replicas: list[int]) -> str:
 
 
 def replica_dirs(cluster: Cluster, broker: int, topic: str) -> list[str]:
-    return [d.name for d in Path(cluster.brokers[broker].log_dir).glob(f"{topic}-0*")]
+    """The partition's live log dir on `broker`; a deleted one is renamed `...-delete` at
+    once and removed file.delete.delay.ms (60 s) later, as in Kafka."""
+    return [
+        d.name
+        for d in Path(cluster.brokers[broker].log_dir).glob(f"{topic}-0*")
+        if not d.name.endswith("-delete")
+    ]
 
 
 def test_reassignment_moves_replicas_and_the_leader_under_load(
@@ -102,7 +108,7 @@ def test_reassignment_moves_replicas_and_the_leader_under_load(
     assert partition_metadata(cluster, topic, 0)[0] in target
     assert "No partition reassignments found." in reassign(cluster, "--list").stdout
     # The replica that left deletes its log.
-    wait_for(lambda: not replica_dirs(cluster, leader, topic), 20, "the old replica's log gone")
+    wait_for(lambda: not replica_dirs(cluster, leader, topic), 20, "the old replica's log deleted")
     values = consume_all(cluster, topic, 1)
     assert len(values) == len(set(values)), "a record was written twice"
     assert set(producing.acked) <= set(values), "an acknowledged record was lost"
