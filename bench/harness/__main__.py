@@ -106,9 +106,9 @@ def groups_of(text: str | None, quick: bool) -> tuple[str, ...]:
 
 
 # What every broker this run starts is given (kafkars and Apache Kafka alike): one
-# partition per auto-created topic; segment size, flush and retention at their defaults.
-# Both brokers: one partition a topic, and a deleted topic's files removed a second after
-# the deletion (Kafka's default is a minute), which `targets.delete_topics` waits for.
+# partition per auto-created topic; a deleted topic's files removed a second after the
+# deletion (Kafka's default is a minute), which `targets.delete_topics` waits for; segment
+# size, flush and retention at their defaults.
 SETTINGS: dict[str, Any] = {"num.partitions": 1, "log.segment.delete.delay.ms": 1000}
 
 
