@@ -83,6 +83,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "acks=1 topics of every target are kept until the consume steps",
     )
     ap.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run every produce, consume and latency step N times, the targets' order "
+        "turning round each time, and report the median run (every run's figure kept in "
+        "the JSON as 'runs'): single runs swing with the page cache's writeback",
+    )
+    ap.add_argument(
         "--rdkafka-latency",
         action="store_true",
         help="latency levels with the throughput client's latency mode (rdkafka_performance "
@@ -261,6 +270,11 @@ def main(argv: list[str] | None = None) -> int:
     cfg = scenarios.settings(args.quick, groups, startup_partitions)
     if args.mb_per_run:
         cfg.scale_to(args.mb_per_run * 1_000_000)
+    if args.repeat < 1:
+        print("bench.harness: --repeat must be at least 1", file=sys.stderr)
+        return 2
+    cfg.repeat = args.repeat
+    results["meta"]["repeat"] = args.repeat
     latency_client = None
     if "latency" in groups and not args.rdkafka_latency:
         try:

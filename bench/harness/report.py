@@ -49,6 +49,11 @@ def table(results: dict[str, Any]) -> str:
             f"{meta.get('loadavg_end', float('nan')):.2f} at the end"
         )
     out.append(f"client:  {meta['client']}")
+    if meta.get("repeat", 1) > 1:
+        out.append(
+            f"runs:    each produce, consume and latency figure is the median of "
+            f"{meta['repeat']} runs (all of them in the JSON)"
+        )
     for name in names:
         t = results["targets"][name]
         where = f"pid {t['pid']}" if t.get("pid") else "process not visible here"

@@ -97,6 +97,8 @@ class Settings:
     cluster_bytes: int
     failover_kills: int
     failover_terms: int
+    # Runs of each produce, consume and latency step; the median one is reported.
+    repeat: int = 1
 
     def records(self, size: int) -> int:
         return max(1000, min(self.max_records, self.bytes_per_run // size))
@@ -216,21 +218,30 @@ class Bench:
                     )
         for st in self.states:
             steps.append((f"{st.target.name}: idle", _bind(self.idle, st)))
+        n = self.cfg.repeat
+        runs = [f" [{i + 1}/{n}]" if n > 1 else "" for i in range(n)]
         if "produce" in g:
             for case in self.cfg.cases:
-                steps += self._each(f"produce {case.label}", self.produce, case)
+                for run in runs:
+                    steps += self._each(f"produce {case.label}{run}", self.produce, case)
         if "consume" in g:
             for case in self.cfg.consume_cases:
                 if "produce" in g:
-                    steps += self._each(f"consume {case.label}", self.consume, case)
+                    for i, run in enumerate(runs):
+                        last = i == n - 1
+                        steps += self._each(f"consume {case.label}{run}", self.consume, case, last)
         if "lag" in g:
             steps += self._each("lag: fill a big topic", self.lag_fill)
             steps += self._each("lag: consume from offset 0", self.lag_consume)
         if "latency" in g:
             steps += self._each("latency: maximum rate", self.latency_max)
             for load in LOADS:
-                steps += self._each(f"latency at {load:.0%} of maximum", self.latency, load)
-            steps += self._each(f"latency at {UNBATCHED_RATE:,}/s unbatched", self.latency, None)
+                for run in runs:
+                    label = f"latency at {load:.0%} of maximum{run}"
+                    steps += self._each(label, self.latency, load)
+            for run in runs:
+                label = f"latency at {UNBATCHED_RATE:,}/s unbatched{run}"
+                steps += self._each(label, self.latency, None)
         if "partitions" in g:
             steps += self._each(
                 f"produce to {self.cfg.many_partitions:,} partitions", self.many_partitions
@@ -421,16 +432,22 @@ class Bench:
         row["vs_ceiling"] = _ratio(run.mb_per_s, ceiling["MBps"] if ceiling else None)
         st.results.setdefault("produce", []).append(row)
         if case == BASELINE:
-            st.max_rate = run.records_per_s
+            # The median of the runs so far: the latency levels are shares of it.
+            rates = [r["records_per_s"] for r in st.results["produce"] if r["case"] == case.label]
+            st.max_rate = _median(rates)
         if case in self.cfg.consume_cases and "consume" in self.cfg.groups:
+            # A repeated step keeps its last run's topic for the consume steps.
+            earlier = st.produced.get(case)
+            if earlier is not None:
+                targets.delete_topics(st.target, [earlier[0]])
             st.produced[case] = (topic, run.records)
         else:
             targets.delete_topics(st.target, [topic])
 
-    def consume(self, st: State, case: Case) -> None:
+    def consume(self, st: State, case: Case, last: bool = True) -> None:
         if case not in st.produced:
             raise RuntimeError("its produce step did not leave a topic")
-        topic, records = st.produced.pop(case)
+        topic, records = st.produced[case]
         run, cpu = self._measured(
             st,
             lambda: self.client.consume(
@@ -442,7 +459,9 @@ class Bench:
         ceiling = self.ceiling.get(f"consume {case.size}")
         row["vs_ceiling"] = _ratio(run.mb_per_s, ceiling["MBps"] if ceiling else None)
         st.results.setdefault("consume", []).append(row)
-        targets.delete_topics(st.target, [topic])
+        if last:
+            del st.produced[case]
+            targets.delete_topics(st.target, [topic])
 
     # --- lag: offset 0 of a big topic ----------------------------------------------------------
 
@@ -722,6 +741,15 @@ class Bench:
                 res[f"cpu_s_per_GB_{key}"] = sum(r["cpu_s"] for r in usable) / gb
         for st_topic, _ in list(st.produced.values()):
             targets.delete_topics(st.target, [st_topic])
+        # Repeated steps: the median run of each stands for it (after the CPU per GB
+        # above, which takes every run).
+        for key, name, metric in (
+            ("produce", "case", "MBps"),
+            ("consume", "case", "MBps"),
+            ("latency", "level", "p99"),
+        ):
+            if key in res:
+                res[key] = _median_runs(res[key], name, metric)
 
 
 class Pinger:
@@ -758,6 +786,32 @@ class Pinger:
 
 def _bind(fn: Callable[..., None], *args: Any) -> Callable[[], None]:
     return lambda: fn(*args)
+
+
+def _median(values: list[float]) -> float:
+    """The middle value; of an even count, the lower of the two middle ones (a run that
+    happened, not an average of two)."""
+    ordered = sorted(values)
+    return ordered[(len(ordered) - 1) // 2]
+
+
+def _median_runs(rows: list[dict[str, Any]], name: str, metric: str) -> list[dict[str, Any]]:
+    """One row per `name`: the run whose `metric` is the median, with every run's `metric`
+    in run order as "runs"."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(row[name], []).append(row)
+    out = []
+    for runs in groups.values():
+        if len(runs) == 1:
+            out.append(runs[0])
+            continue
+        values = [r[metric] for r in runs]
+        middle = _median(values)
+        row = dict(next(r for r in runs if r[metric] == middle))
+        row["runs"] = values
+        out.append(row)
+    return out
 
 
 def _run_dict(run: Run) -> dict[str, Any]:
