@@ -408,9 +408,11 @@ class Bench:
         return run, (after - before) if before is not None and after is not None else None
 
     def produce(self, st: State, case: Case) -> None:
-        topic = self._topic(
-            st, f"p{case.partitions}-{case.size}-a{case.acks}-{case.codec}", case.partitions
-        )
+        # A repeated run gets a topic of its own: the previous one may still be kept for
+        # the consume steps.
+        earlier = sum(r["case"] == case.label for r in st.results.get("produce", []))
+        name = f"p{case.partitions}-{case.size}-a{case.acks}-{case.codec}"
+        topic = self._topic(st, f"{name}-r{earlier}" if earlier else name, case.partitions)
         records = self.cfg.records(case.size)
         run, cpu = self._measured(
             st,
