@@ -17,6 +17,7 @@ mod replica_manager;
 mod segment_reader;
 mod splice;
 mod storage;
+mod thread_state;
 
 #[doc(hidden)]
 pub use arrow_decode::fuzz_decode_batches;

@@ -281,6 +281,7 @@ fn log_handler_error(py: Python<'_>, request: &str, err: PyErr) {
 
 /// Decodes the body off the GIL, then calls the Python handler with the GIL held.
 fn dispatch(handler: &Py<PyAny>, request: Request) {
+    crate::thread_state::keep_for_this_thread();
     let Request {
         context,
         header,
