@@ -33,6 +33,14 @@ def rss_bytes(pid: int) -> int | None:
     return None
 
 
+def machine_busy_seconds() -> float:
+    """CPU seconds all CPUs spent not idle (nor waiting for I/O) since boot."""
+    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    ticks = [int(f) for f in fields[:8]]
+    # user nice system idle iowait irq softirq steal: all but idle and iowait.
+    return (sum(ticks) - ticks[3] - ticks[4]) / CLOCK_TICKS
+
+
 def cpu_seconds(pid: int) -> float | None:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()

@@ -187,6 +187,8 @@ class Bench:
         self.workdir = Path(tempfile.mkdtemp(prefix="bench-harness-"))
         # Run at the end whatever happened (clusters a group started).
         self.cleanups: list[Callable[[], None]] = []
+        self.others_cpu_s = 0.0
+        self.machine_cpu_s = 0.0
 
     # --- the plan --------------------------------------------------------------------
 
@@ -400,12 +402,21 @@ class Bench:
         return name
 
     def _measured(self, st: State, fn: Callable[[], Run]) -> tuple[Run, float | None]:
-        """Run `fn`, with the broker's CPU seconds spent meanwhile."""
-        pid = st.target.pid
-        before = cost.cpu_seconds(pid) if pid else None
+        """Run `fn`, with the broker's CPU seconds spent meanwhile. The other brokers'
+        CPU seconds meanwhile (work an earlier step left them, taken from the same two
+        CPUs) are kept in `others_cpu_s` for the step's row."""
+        pids = {s.target.name: s.target.pid for s in self.states if s.target.pid}
+        before = {name: cost.cpu_seconds(pid) for name, pid in pids.items()}
+        busy = cost.machine_busy_seconds()
         run = fn()
-        after = cost.cpu_seconds(pid) if pid else None
-        return run, (after - before) if before is not None and after is not None else None
+        self.machine_cpu_s = cost.machine_busy_seconds() - busy
+        spent = {}
+        for name, pid in pids.items():
+            after = cost.cpu_seconds(pid)
+            if before[name] is not None and after is not None:
+                spent[name] = after - before[name]
+        self.others_cpu_s = sum(v for k, v in spent.items() if k != st.target.name)
+        return run, spent.get(st.target.name)
 
     def produce(self, st: State, case: Case) -> None:
         # A repeated run gets a topic of its own: the previous one may still be kept for
@@ -432,6 +443,8 @@ class Bench:
         row["vs_pump"] = _ratio(run.mb_per_s, self.limits.get("socket_to_file_MBps"))
         ceiling = self.ceiling.get(f"{case.size} {case.codec}")
         row["vs_ceiling"] = _ratio(run.mb_per_s, ceiling["MBps"] if ceiling else None)
+        row["others_cpu_s"] = self.others_cpu_s
+        row["machine_cpu_s"] = self.machine_cpu_s
         st.results.setdefault("produce", []).append(row)
         if case == BASELINE:
             # The median of the runs so far: the latency levels are shares of it.
@@ -460,6 +473,8 @@ class Bench:
         row["vs_sendfile"] = _ratio(run.mb_per_s, self.limits.get("sendfile_MBps"))
         ceiling = self.ceiling.get(f"consume {case.size}")
         row["vs_ceiling"] = _ratio(run.mb_per_s, ceiling["MBps"] if ceiling else None)
+        row["others_cpu_s"] = self.others_cpu_s
+        row["machine_cpu_s"] = self.machine_cpu_s
         st.results.setdefault("consume", []).append(row)
         if last:
             del st.produced[case]
