@@ -187,8 +187,6 @@ class Bench:
         self.workdir = Path(tempfile.mkdtemp(prefix="bench-harness-"))
         # Run at the end whatever happened (clusters a group started).
         self.cleanups: list[Callable[[], None]] = []
-        self.others_cpu_s = 0.0
-        self.machine_cpu_s = 0.0
 
     # --- the plan --------------------------------------------------------------------
 
@@ -401,22 +399,27 @@ class Bench:
         targets.create_topic(st.target.bootstrap, name, partitions)
         return name
 
-    def _measured(self, st: State, fn: Callable[[], Run]) -> tuple[Run, float | None]:
-        """Run `fn`, with the broker's CPU seconds spent meanwhile. The other brokers'
-        CPU seconds meanwhile (work an earlier step left them, taken from the same two
-        CPUs) are kept in `others_cpu_s` for the step's row."""
+    def _measured(self, st: State, fn: Callable[[], Run]) -> tuple[Run, dict[str, Any]]:
+        """Run `fn`; with it, the broker's CPU seconds spent meanwhile, the other brokers'
+        (work an earlier step left them, on the same two CPUs) and the whole machine's."""
         pids = {s.target.name: s.target.pid for s in self.states if s.target.pid}
         before = {name: cost.cpu_seconds(pid) for name, pid in pids.items()}
         busy = cost.machine_busy_seconds()
         run = fn()
-        self.machine_cpu_s = cost.machine_busy_seconds() - busy
+        machine = cost.machine_busy_seconds() - busy
         spent = {}
         for name, pid in pids.items():
             after = cost.cpu_seconds(pid)
             if before[name] is not None and after is not None:
                 spent[name] = after - before[name]
-        self.others_cpu_s = sum(v for k, v in spent.items() if k != st.target.name)
-        return run, spent.get(st.target.name)
+        cpu = spent.pop(st.target.name, None)
+        gb = run.payload_bytes / 1e9
+        return run, {
+            "cpu_s": cpu,
+            "cpu_s_per_GB": cpu / gb if cpu is not None and gb else None,
+            "others_cpu_s": sum(spent.values()),
+            "machine_cpu_s": machine,
+        }
 
     def produce(self, st: State, case: Case) -> None:
         # A repeated run gets a topic of its own: the previous one may still be kept for
@@ -425,7 +428,7 @@ class Bench:
         name = f"p{case.partitions}-{case.size}-a{case.acks}-{case.codec}"
         topic = self._topic(st, f"{name}-r{earlier}" if earlier else name, case.partitions)
         records = self.cfg.records(case.size)
-        run, cpu = self._measured(
+        run, costs = self._measured(
             st,
             lambda: self.client.produce(
                 st.target.bootstrap,
@@ -437,14 +440,12 @@ class Bench:
                 partition=0 if case.partitions == 1 else None,
             ),
         )
-        row = {"case": case.label, **case.__dict__, **_run_dict(run), **_cpu(cpu, run)}
+        row = {"case": case.label, **case.__dict__, **_run_dict(run), **costs}
         row["vs_socket"] = _ratio(run.mb_per_s, self.limits.get("socket_write_MBps"))
         row["vs_file_write"] = _ratio(run.mb_per_s, self.limits.get("file_write_MBps"))
         row["vs_pump"] = _ratio(run.mb_per_s, self.limits.get("socket_to_file_MBps"))
         ceiling = self.ceiling.get(f"{case.size} {case.codec}")
         row["vs_ceiling"] = _ratio(run.mb_per_s, ceiling["MBps"] if ceiling else None)
-        row["others_cpu_s"] = self.others_cpu_s
-        row["machine_cpu_s"] = self.machine_cpu_s
         st.results.setdefault("produce", []).append(row)
         if case == BASELINE:
             # The median of the runs so far: the latency levels are shares of it.
@@ -463,18 +464,16 @@ class Bench:
         if case not in st.produced:
             raise RuntimeError("its produce step did not leave a topic")
         topic, records = st.produced[case]
-        run, cpu = self._measured(
+        run, costs = self._measured(
             st,
             lambda: self.client.consume(
                 st.target.bootstrap, topic, partitions=list(range(case.partitions)), records=records
             ),
         )
-        row = {"case": case.label, **case.__dict__, **_run_dict(run), **_cpu(cpu, run)}
+        row = {"case": case.label, **case.__dict__, **_run_dict(run), **costs}
         row["vs_sendfile"] = _ratio(run.mb_per_s, self.limits.get("sendfile_MBps"))
         ceiling = self.ceiling.get(f"consume {case.size}")
         row["vs_ceiling"] = _ratio(run.mb_per_s, ceiling["MBps"] if ceiling else None)
-        row["others_cpu_s"] = self.others_cpu_s
-        row["machine_cpu_s"] = self.machine_cpu_s
         st.results.setdefault("consume", []).append(row)
         if last:
             del st.produced[case]
@@ -486,7 +485,7 @@ class Bench:
         size = 1024
         topic = self._topic(st, "lag", 1)
         records = self.cfg.lag_bytes // size
-        run, cpu = self._measured(
+        run, costs = self._measured(
             st,
             lambda: self.client.produce(
                 st.target.bootstrap,
@@ -499,7 +498,7 @@ class Bench:
             ),
         )
         st.produced[Case(1, size, 1, "lag")] = (topic, run.records)
-        st.results["lag"] = {"fill": {**_run_dict(run), **_cpu(cpu, run)}}
+        st.results["lag"] = {"fill": {**_run_dict(run), **costs}}
 
     def lag_consume(self, st: State) -> None:
         key = Case(1, 1024, 1, "lag")
@@ -511,13 +510,13 @@ class Bench:
         lag["page_cache_dropped"] = why_not is None
         if why_not:
             self.note(f"{st.target.name} lag: {why_not}: read from the page cache")
-        run, cpu = self._measured(
+        run, costs = self._measured(
             st,
             lambda: self.client.consume(
                 st.target.bootstrap, topic, partitions=[0], records=records
             ),
         )
-        lag["consume"] = {**_run_dict(run), **_cpu(cpu, run)}
+        lag["consume"] = {**_run_dict(run), **costs}
         limit = self.limits.get("sendfile_cold_MBps") if why_not is None else None
         lag["consume"]["limit"] = "sendfile_cold_MBps" if limit else "sendfile_MBps"
         lag["consume"]["vs_sendfile"] = _ratio(
@@ -625,7 +624,7 @@ class Bench:
         topic = self._topic(st, f"many-{n}", n)
         created = time.perf_counter() - began
         size = 1024
-        run, cpu = self._measured(
+        run, costs = self._measured(
             st,
             lambda: self.client.produce(
                 st.target.bootstrap,
@@ -642,7 +641,7 @@ class Bench:
             "size": size,
             "create_s": created,
             **_run_dict(run),
-            **_cpu(cpu, run),
+            **costs,
             "vs_socket": _ratio(run.mb_per_s, self.limits.get("socket_write_MBps")),
             "rss_MiB": _rss_mib(st.target.pid),
         }
@@ -667,7 +666,7 @@ class Bench:
             pinger.start()
             case = Case(1, 1024, 1, "none")
             topic = self._topic(st, "connections", 1)
-            run, cpu = self._measured(
+            run, costs = self._measured(
                 st,
                 lambda: self.client.produce(
                     st.target.bootstrap,
@@ -679,7 +678,7 @@ class Bench:
                     partition=0,
                 ),
             )
-            out["produce"] = {**_run_dict(run), **_cpu(cpu, run)}
+            out["produce"] = {**_run_dict(run), **costs}
             out["produce"]["vs_socket"] = _ratio(run.mb_per_s, self.limits.get("socket_write_MBps"))
             if st.max_rate:
                 rate = LOADS[0] * st.max_rate
@@ -839,13 +838,6 @@ def _run_dict(run: Run) -> dict[str, Any]:
         "records_per_s": run.records_per_s,
         "MBps": run.mb_per_s,
     }
-
-
-def _cpu(cpu: float | None, run: Run) -> dict[str, Any]:
-    if cpu is None:
-        return {"cpu_s": None}
-    gb = run.payload_bytes / 1e9
-    return {"cpu_s": cpu, "cpu_s_per_GB": cpu / gb if gb else None}
 
 
 def _ratio(value: float, limit: float | None) -> float | None:
