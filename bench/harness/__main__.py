@@ -97,6 +97,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="latency levels with the throughput client's latency mode (rdkafka_performance "
         "-l, linger.ms=1) instead of the e2e_latency client (rust/kafkars-client/examples)",
     )
+    ap.add_argument(
+        "--no-pause",
+        action="store_true",
+        help="leave the other brokers this run started running during each broker's steps "
+        "(by default they are stopped with SIGSTOP and continued after)",
+    )
     ap.add_argument("--out", type=Path, default=RESULTS, help="results directory (bench/results)")
     return ap.parse_args(argv)
 
@@ -274,6 +280,8 @@ def main(argv: list[str] | None = None) -> int:
         print("bench.harness: --repeat must be at least 1", file=sys.stderr)
         return 2
     cfg.repeat = args.repeat
+    cfg.pause_others = not args.no_pause
+    results["meta"]["pause_others"] = cfg.pause_others
     results["meta"]["repeat"] = args.repeat
     latency_client = None
     if "latency" in groups and not args.rdkafka_latency:
