@@ -16,7 +16,7 @@ use crate::connection_quotas::ConnectionSlot;
 use crate::frame::{FrameError, parse_header};
 use crate::kafka_channel::{KafkaChannel, Offer, write_loop};
 use crate::memory_pool::{MemoryGrant, MemoryPool};
-use crate::request_channel::{Request, RequestContext, Responder, Response};
+use crate::request_channel::{Request, RequestContext, RequestSender, Responder, Response};
 use crate::request_metrics::{RequestMetrics, RequestTimes};
 use crate::send::ResponseWriter;
 
@@ -89,7 +89,7 @@ impl FrameReader {
 
 pub(crate) struct ConnectionHandler {
     pub(crate) context: Arc<RequestContext>,
-    pub(crate) requests: async_channel::Sender<Request>,
+    pub(crate) requests: RequestSender,
     pub(crate) metrics: Arc<RequestMetrics>,
     pub(crate) config: Arc<SocketServerConfig>,
     pub(crate) shutdown: watch::Receiver<bool>,
@@ -329,9 +329,10 @@ impl ConnectionHandler {
         }
         request.start_processing();
         // Waits while the request channel is full: back-pressure, never a drop.
-        self.requests
-            .send(request)
-            .await
-            .map_err(|_| "request channel closed".into())
+        if self.requests.send(request).await {
+            Ok(())
+        } else {
+            Err("request channel closed".into())
+        }
     }
 }

@@ -21,7 +21,7 @@ use std::time::Instant;
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::sync::{Notify, OwnedSemaphorePermit};
 
-use crate::request_channel::{Request, Response};
+use crate::request_channel::{Request, RequestSender, Response};
 use crate::request_metrics::{RequestMetrics, RequestTimes};
 use crate::send::{ResponseWriter, write_nonblocking, write_response};
 
@@ -90,7 +90,7 @@ pub(crate) struct KafkaChannel {
     /// Wakes the reader: room in `waiting`, or a request handed back to it.
     pub(crate) reader_wake: Notify,
     /// Where requests a handler cannot take itself go.
-    requests: async_channel::Sender<Request>,
+    requests: RequestSender,
     metrics: Arc<RequestMetrics>,
 }
 
@@ -101,10 +101,7 @@ impl std::fmt::Debug for KafkaChannel {
 }
 
 impl KafkaChannel {
-    pub(crate) fn new(
-        requests: async_channel::Sender<Request>,
-        metrics: Arc<RequestMetrics>,
-    ) -> Self {
+    pub(crate) fn new(requests: RequestSender, metrics: Arc<RequestMetrics>) -> Self {
         Self {
             state: Mutex::new(State::default()),
             work: Notify::new(),
@@ -366,13 +363,13 @@ pub(crate) fn take_handed_over() -> Option<Request> {
 /// on the request channel (which would otherwise wait behind this connection's), else
 /// onto the request channel, behind those. Gives it back when the connection is
 /// throttled or the channel is full.
-fn hand_over(mut request: Request, requests: &async_channel::Sender<Request>) -> Option<Request> {
+fn hand_over(mut request: Request, requests: &RequestSender) -> Option<Request> {
     if request.context.session.muted_until().is_some() {
         return Some(request);
     }
     request.start_processing();
     if !requests.is_empty() {
-        return requests.try_send(request).err().map(|e| e.into_inner());
+        return requests.try_send(request);
     }
     let request = HANDED_OVER.with(|slot| match slot.borrow_mut().as_mut() {
         Some(free @ None) => {
@@ -382,7 +379,7 @@ fn hand_over(mut request: Request, requests: &async_channel::Sender<Request>) ->
         }
         _ => Some(request),
     });
-    requests.try_send(request?).err().map(|e| e.into_inner())
+    requests.try_send(request?)
 }
 
 /// The connection's writer task: writes queued responses in order until the connection

@@ -5,6 +5,7 @@ use std::fs::File;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::thread::Thread;
 use std::time::Instant;
 
 use bytes::{BufMut, Bytes, BytesMut};
@@ -272,18 +273,132 @@ impl ResponseSend {
 /// processor. A full queue makes processors wait, which stops them reading sockets.
 #[derive(Clone)]
 pub struct RequestChannel {
-    sender: async_channel::Sender<Request>,
+    sender: RequestSender,
     receiver: async_channel::Receiver<Request>,
     metrics: Arc<RequestMetrics>,
     /// Nanoseconds handler threads spent waiting in [`RequestChannel::receive`].
     idle_nanos: Arc<AtomicU64>,
 }
 
+/// The processors' end of the request channel: each request sent wakes the handler thread
+/// that went idle last.
+#[derive(Clone)]
+pub(crate) struct RequestSender {
+    queue: async_channel::Sender<Request>,
+    idle: Arc<IdleHandlers>,
+}
+
+impl RequestSender {
+    /// Queues `request`, waiting while the queue is full; false once the channel is
+    /// closed (the request is dropped, which closes its connection).
+    pub(crate) async fn send(&self, request: Request) -> bool {
+        let queued = self.queue.send(request).await.is_ok();
+        if queued {
+            self.idle.wake_one();
+        }
+        queued
+    }
+
+    /// Queues `request` if there is room now; else gives it back.
+    pub(crate) fn try_send(&self, request: Request) -> Option<Request> {
+        match self.queue.try_send(request) {
+            Ok(()) => {
+                self.idle.wake_one();
+                None
+            }
+            Err(e) => Some(e.into_inner()),
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
+}
+
+/// Handler threads waiting for a request, the most recently idle last. A request wakes
+/// the thread that went idle last (LIFO), whose stack, Python thread state and cache lines
+/// are still warm, so below saturation one or two threads do the work instead of all
+/// `num.io.threads` in turn (a FIFO wake picks the one idle longest).
+#[derive(Default)]
+struct IdleHandlers {
+    parked: Mutex<Vec<Thread>>,
+}
+
+impl IdleHandlers {
+    fn wake_one(&self) {
+        if let Some(thread) = lock(&self.parked).pop() {
+            thread.unpark();
+        }
+    }
+
+    fn wake_all(&self) {
+        for thread in lock(&self.parked).drain(..) {
+            thread.unpark();
+        }
+    }
+
+    fn park(&self, me: &Thread) {
+        lock(&self.parked).push(me.clone());
+    }
+
+    /// The next item of `queue`, parking the calling thread on the stack while there is
+    /// none; `None` once the queue is closed and empty.
+    fn receive<T>(&self, queue: &async_channel::Receiver<T>) -> Option<T> {
+        let me = std::thread::current();
+        loop {
+            match queue.try_recv() {
+                Ok(item) => return Some(item),
+                Err(async_channel::TryRecvError::Closed) => return None,
+                Err(async_channel::TryRecvError::Empty) => {}
+            }
+            self.park(&me);
+            // Checked again once on the stack: an item sent before it found no one to
+            // wake. Parking then returns at once if a sender has woken this thread since.
+            let received = match queue.try_recv() {
+                Err(async_channel::TryRecvError::Empty) => {
+                    std::thread::park();
+                    None
+                }
+                other => Some(other),
+            };
+            let woken = !self.leave(&me);
+            match received {
+                Some(Ok(item)) => {
+                    if woken && !queue.is_empty() {
+                        // A sender woke this thread, which had found an item itself: pass
+                        // the wake on, or the sender's would wait for a busy thread.
+                        self.wake_one();
+                    }
+                    return Some(item);
+                }
+                Some(Err(_)) => return None,
+                // Woken (or a spurious wake-up): look again.
+                None => {}
+            }
+        }
+    }
+
+    /// Takes `me` off the stack; false if a sender already had (and woke it).
+    fn leave(&self, me: &Thread) -> bool {
+        let mut parked = lock(&self.parked);
+        match parked.iter().rposition(|t| t.id() == me.id()) {
+            Some(i) => {
+                parked.remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
 impl RequestChannel {
     pub fn new(queued_max_requests: usize) -> Self {
-        let (sender, receiver) = async_channel::bounded(queued_max_requests.max(1));
+        let (queue, receiver) = async_channel::bounded(queued_max_requests.max(1));
         Self {
-            sender,
+            sender: RequestSender {
+                queue,
+                idle: Arc::default(),
+            },
             receiver,
             metrics: Arc::new(RequestMetrics::new()),
             idle_nanos: Arc::new(AtomicU64::new(0)),
@@ -301,7 +416,7 @@ impl RequestChannel {
         Arc::clone(&self.metrics)
     }
 
-    pub(crate) fn sender(&self) -> async_channel::Sender<Request> {
+    pub(crate) fn sender(&self) -> RequestSender {
         self.sender.clone()
     }
 
@@ -309,10 +424,10 @@ impl RequestChannel {
     /// drained.
     pub fn receive(&self) -> Option<Request> {
         let waiting = Instant::now();
-        let received = self.receiver.recv_blocking();
+        let received = self.sender.idle.receive(&self.receiver);
         let idle = u64::try_from(waiting.elapsed().as_nanos()).unwrap_or(u64::MAX);
         self.idle_nanos.fetch_add(idle, Ordering::Relaxed);
-        let mut request = received.ok()?;
+        let mut request = received?;
         request.responder.times.dequeued = Some(Instant::now());
         Some(request)
     }
@@ -328,7 +443,8 @@ impl RequestChannel {
 
     /// Stops accepting requests; handlers drain what is queued and then see `None`.
     pub fn close(&self) {
-        self.sender.close();
+        self.sender.queue.close();
+        self.sender.idle.wake_all();
     }
 }
 
@@ -337,6 +453,87 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+
+    /// Waits until `n` threads are parked on `idle`.
+    fn until_parked(idle: &IdleHandlers, n: usize) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while lock(&idle.parked).len() < n {
+            assert!(Instant::now() < deadline, "threads did not park");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    fn a_request_wakes_the_handler_idle_last() {
+        let (tx, rx) = async_channel::bounded::<u32>(8);
+        let idle = Arc::new(IdleHandlers::default());
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let spawn = |name: &'static str| {
+            let (rx, idle, done) = (rx.clone(), Arc::clone(&idle), done_tx.clone());
+            std::thread::spawn(move || {
+                while let Some(item) = idle.receive(&rx) {
+                    done.send((name, item)).unwrap();
+                }
+            })
+        };
+        let first = spawn("first");
+        until_parked(&idle, 1);
+        let second = spawn("second");
+        until_parked(&idle, 2);
+        // Each request wakes the thread idle last: the same one each time.
+        for item in 1..=3 {
+            tx.try_send(item).unwrap();
+            idle.wake_one();
+            let got = done_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+            assert_eq!(got, ("second", item));
+            until_parked(&idle, 2);
+        }
+        // Closing wakes every parked thread, and each sees the end.
+        tx.close();
+        idle.wake_all();
+        first.join().unwrap();
+        second.join().unwrap();
+    }
+
+    #[test]
+    fn no_request_is_left_waiting_while_handlers_park() {
+        let (tx, rx) = async_channel::bounded::<u64>(4);
+        let idle = Arc::new(IdleHandlers::default());
+        let handlers: Vec<_> = (0..4)
+            .map(|_| {
+                let (rx, idle) = (rx.clone(), Arc::clone(&idle));
+                std::thread::spawn(move || {
+                    let mut sum = 0;
+                    while let Some(item) = idle.receive(&rx) {
+                        sum += item;
+                    }
+                    sum
+                })
+            })
+            .collect();
+        let senders: Vec<_> = (0..2u64)
+            .map(|s| {
+                let (tx, idle) = (tx.clone(), Arc::clone(&idle));
+                std::thread::spawn(move || {
+                    for i in 0..20_000u64 {
+                        tx.send_blocking(s * 20_000 + i).unwrap();
+                        idle.wake_one();
+                        if i % 1000 == 0 {
+                            // Let the handlers run dry and park now and then.
+                            std::thread::sleep(Duration::from_micros(200));
+                        }
+                    }
+                })
+            })
+            .collect();
+        for s in senders {
+            s.join().unwrap();
+        }
+        tx.close();
+        idle.wake_all();
+        let total: u64 = handlers.into_iter().map(|h| h.join().unwrap()).sum();
+        assert_eq!(total, (0..40_000u64).sum::<u64>());
+    }
 
     #[test]
     fn throttling_mutes_until_the_latest_deadline() {

@@ -356,7 +356,7 @@ impl SpareDescriptor {
 struct Processor {
     id: usize,
     config: Arc<SocketServerConfig>,
-    requests: async_channel::Sender<crate::request_channel::Request>,
+    requests: crate::request_channel::RequestSender,
     metrics: Arc<RequestMetrics>,
     shutdown: watch::Receiver<bool>,
     next_connection_id: Arc<AtomicU64>,
