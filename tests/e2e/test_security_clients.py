@@ -173,8 +173,12 @@ def test_plaintext_client_on_tls_port_fails_cleanly(broker: tuple[Broker, Path])
 
     b, _ = broker
     with pytest.raises(KafkaError):
+        # kafka-python 3 retries the bootstrap for bootstrap_timeout_ms (30 s by default).
         KafkaProducer(
-            bootstrap_servers=address(b, "SSL"), request_timeout_ms=3000, max_block_ms=3000
+            bootstrap_servers=address(b, "SSL"),
+            request_timeout_ms=3000,
+            max_block_ms=3000,
+            bootstrap_timeout_ms=3000,
         )
     # The broker goes on serving.
     assert AdminClient({"bootstrap.servers": b.bootstrap_servers}).list_topics(timeout=10).brokers
