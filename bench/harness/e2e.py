@@ -16,7 +16,12 @@ from bench.harness.clients import ClientError
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD = ["cargo", "build", "--release", "-q", "-p", "kafkars-client", "--example", "e2e_latency"]
-BINARY = REPO / "target" / "release" / "examples" / "e2e_latency"
+BINARY = (
+    Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
+    / "release"
+    / "examples"
+    / "e2e_latency"
+)
 # glibc keeps the memory the client frees (its fetch responses and batches, up to 8 MiB)
 # instead of returning it at once: faulting it in again, on a virtual machine that hands
 # free memory back to its host, cost the client 160,000 page faults in a 12 s run at 1.27
