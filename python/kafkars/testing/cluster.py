@@ -73,11 +73,12 @@ class Cluster:
     def bootstrap_servers(self) -> str:
         return ",".join(b.bootstrap_servers for b in self.brokers.values() if b.listeners)
 
-    def start(self, broker_id: int | None = None) -> Cluster:
-        """Starts ZooKeeper and every broker, or (again) one broker."""
+    def start(self, broker_id: int | None = None, *, timeout: float = 30.0) -> Cluster:
+        """Starts ZooKeeper and every broker, or (again) one broker; TimeoutError if they
+        do not all see each other within `timeout` seconds."""
         if broker_id is not None:
             self.brokers[broker_id].start()
-            self.wait_for_brokers()
+            self.wait_for_brokers(timeout)
             return self
         if self._own_zookeeper:
             self.zookeeper.start()
@@ -96,7 +97,7 @@ class Cluster:
             )
             self.brokers[i] = broker
             broker.start()
-        self.wait_for_brokers()
+        self.wait_for_brokers(timeout)
         return self
 
     def wait_for_brokers(self, timeout: float = 30.0) -> None:
