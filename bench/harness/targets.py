@@ -91,6 +91,9 @@ def start_own(name: str, config: dict[str, Any]) -> Target:
 def start_reference(name: str, version: str, config: dict[str, Any]) -> Target:
     """Apache Kafka `version` (KRaft, one combined node) with the settings kafkars gets,
     its log dir in the same file system (the temporary directory), 1 GiB of heap."""
+    # The harness stops it (SIGSTOP) during the other brokers' steps; past its broker
+    # session timeout (9 s) its own controller would fence it once it runs again.
+    config = {**config, "broker.session.timeout.ms": 3_600_000}
     kafka = ReferenceKafka(version=version, config=config, heap=REFERENCE_HEAP, startup_timeout=180)
     began = time.monotonic()
     kafka.start()
