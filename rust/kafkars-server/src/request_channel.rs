@@ -337,7 +337,8 @@ impl IdleHandlers {
         }
     }
 
-    fn park(&self, me: &Thread) {
+    /// Puts `me` on top of the stack (it parks after one more look at the queue).
+    fn push(&self, me: &Thread) {
         lock(&self.parked).push(me.clone());
     }
 
@@ -351,7 +352,7 @@ impl IdleHandlers {
                 Err(async_channel::TryRecvError::Closed) => return None,
                 Err(async_channel::TryRecvError::Empty) => {}
             }
-            self.park(&me);
+            self.push(&me);
             // Checked again once on the stack: an item sent before it found no one to
             // wake. Parking then returns at once if a sender has woken this thread since.
             let received = match queue.try_recv() {
