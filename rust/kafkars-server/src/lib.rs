@@ -17,6 +17,7 @@ mod creation_rate;
 mod frame;
 mod handler_pool;
 mod kafka_channel;
+mod malloc;
 mod memory_pool;
 mod principal_mapper;
 mod request_channel;

@@ -66,6 +66,7 @@ impl SocketServer {
     /// Binds every listener (so port 0 resolves before this returns) and starts the
     /// acceptor and processor threads.
     pub fn start(config: SocketServerConfig, channel: &RequestChannel) -> io::Result<Self> {
+        crate::malloc::keep_freed_buffers();
         let config = Arc::new(config);
         let (shutdown, shutdown_rx) = watch::channel(false);
         let quotas = ConnectionQuotas::new(
