@@ -21,7 +21,8 @@ use crate::request_metrics::{RequestMetrics, RequestTimes};
 use crate::send::ResponseWriter;
 
 /// Buffer growth step while a frame's body arrives: the buffer grows with the bytes
-/// actually read (doubling from here), never with what the size prefix claims.
+/// actually read (doubling from here), never with what the size prefix claims, except
+/// up to the size of a frame the connection has already sent in full.
 const READ_CHUNK: usize = 64 * 1024;
 
 /// Reads size-prefixed frames into a buffer that survives cancellation, so idle and
@@ -34,9 +35,26 @@ struct FrameReader {
     /// Pool bytes held for the frame being read, taken before its body is buffered.
     grant: Option<MemoryGrant>,
     granted: bool,
+    /// The size of this connection's last complete frame. A producer's frames are alike,
+    /// so the next one's buffer is taken this large at once: doubling up to 1 MiB copied
+    /// each frame's bytes once more (5 % of the broker's time on 64 KiB records). Bytes
+    /// the connection has delivered bound it, as they bound the doubling.
+    last_frame: usize,
 }
 
 impl FrameReader {
+    fn new(half: Box<dyn AsyncRead + Unpin + Send>, max_size: usize, pool: MemoryPool) -> Self {
+        Self {
+            half,
+            buffer: BytesMut::new(),
+            max_size,
+            pool,
+            grant: None,
+            granted: false,
+            last_frame: 0,
+        }
+    }
+
     /// The next complete frame and the pool bytes it holds, `Ok(None)` at a clean end
     /// of stream. Cancellation safe.
     async fn read_frame(&mut self) -> Result<Option<(BytesMut, Option<MemoryGrant>)>, FrameError> {
@@ -68,11 +86,12 @@ impl FrameReader {
                         self.buffer = BytesMut::from(&self.buffer[..]);
                     }
                     self.granted = false;
+                    self.last_frame = size;
                     return Ok(Some((frame, self.grant.take())));
                 }
                 let missing = 4 + size - self.buffer.len();
-                self.buffer
-                    .reserve(missing.min(self.buffer.len().max(READ_CHUNK)));
+                let step = self.buffer.len().max(READ_CHUNK).max(self.last_frame);
+                self.buffer.reserve(missing.min(step));
             } else {
                 self.buffer.reserve(4096);
             }
@@ -177,14 +196,11 @@ impl ConnectionHandler {
             write_half,
             Arc::clone(&closed),
         ));
-        let mut reader = FrameReader {
-            half: read_half,
-            buffer: BytesMut::new(),
-            max_size: self.config.socket_request_max_bytes,
-            pool: self.pool.clone(),
-            grant: None,
-            granted: false,
-        };
+        let mut reader = FrameReader::new(
+            read_half,
+            self.config.socket_request_max_bytes,
+            self.pool.clone(),
+        );
         if let Err(reason) = self.read_loop(&mut reader, &channel, &closed).await {
             debug!(connection = self.context.connection_id, %reason, "closing connection");
         }
@@ -334,5 +350,91 @@ impl ConnectionHandler {
         } else {
             Err("request channel closed".into())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(size: usize) -> Vec<u8> {
+        let mut bytes = (size as i32).to_be_bytes().to_vec();
+        bytes.resize(4 + size, 7);
+        bytes
+    }
+
+    fn reader(stream: Vec<u8>) -> FrameReader {
+        FrameReader::new(
+            Box::new(std::io::Cursor::new(stream)),
+            100 << 20,
+            MemoryPool::new(None),
+        )
+    }
+
+    #[tokio::test]
+    async fn a_claimed_size_alone_does_not_size_the_buffer() {
+        // 50 MiB claimed, 100 bytes sent: the buffer holds what arrived, not the claim.
+        let mut stream = frame(50 << 20);
+        stream.truncate(104);
+        let mut reader = reader(stream);
+        assert!(reader.read_frame().await.is_err());
+        assert!(reader.buffer.capacity() <= 2 * READ_CHUNK);
+    }
+
+    /// Hands out at most 64 KiB a read, as a socket does, and notes the room each read
+    /// was offered.
+    struct Trickle {
+        data: std::io::Cursor<Vec<u8>>,
+        offered: Arc<std::sync::Mutex<Vec<usize>>>,
+    }
+
+    impl AsyncRead for Trickle {
+        fn poll_read(
+            mut self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+            buf: &mut tokio::io::ReadBuf<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            self.offered.lock().unwrap().push(buf.remaining());
+            let mut chunk = vec![0; buf.remaining().min(READ_CHUNK)];
+            let n = std::io::Read::read(&mut self.data, &mut chunk)?;
+            buf.put_slice(&chunk[..n]);
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+
+    #[tokio::test]
+    async fn the_next_frame_is_read_into_one_buffer_as_large_as_the_last() {
+        let size = 1 << 20;
+        let mut stream = frame(size);
+        stream.extend(frame(size));
+        let offered = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let half = Trickle {
+            data: std::io::Cursor::new(stream),
+            offered: Arc::clone(&offered),
+        };
+        let mut reader = FrameReader::new(Box::new(half), 100 << 20, MemoryPool::new(None));
+        let (first, _) = reader.read_frame().await.unwrap().unwrap();
+        assert_eq!(first.len(), size);
+        // The first frame grew with what arrived: its first read had room for 4 KiB.
+        assert!(offered.lock().unwrap()[0] < 2 * READ_CHUNK);
+        offered.lock().unwrap().clear();
+        let (second, _) = reader.read_frame().await.unwrap().unwrap();
+        assert_eq!(second.len(), size);
+        // The second had room for all of its body from its first read: never grown, so
+        // never copied on the way.
+        let offered = offered.lock().unwrap();
+        assert!(offered[0] >= size - READ_CHUNK, "offered {offered:?}");
+    }
+
+    #[tokio::test]
+    async fn a_larger_claim_after_a_frame_is_bounded_by_that_frame() {
+        let mut stream = frame(1 << 20);
+        let mut big = frame(50 << 20);
+        big.truncate(4 + 1000);
+        stream.extend(big);
+        let mut reader = reader(stream);
+        reader.read_frame().await.unwrap().unwrap();
+        assert!(reader.read_frame().await.is_err());
+        assert!(reader.buffer.capacity() <= 2 * (1 << 20) + READ_CHUNK);
     }
 }
