@@ -257,7 +257,21 @@ def test_consumer_group_join_and_leave(pair: Pair, name: str) -> None:
     """A consumer-protocol member joins (its own member id, as v1 clients send), gets the
     partitions, heartbeats at its epoch and leaves."""
     seed(pair, name, partitions=2)
-    for version in pair.versions(ApiKey.CONSUMER_GROUP_HEARTBEAT):
+    versions = pair.versions(ApiKey.CONSUMER_GROUP_HEARTBEAT)
+    # Kafka's group coordinator sees a new topic only once its metadata image has it: until
+    # then a join is assigned nothing. Wait for that on a group of its own.
+    warm, warm_member = f"{name}-warm-up", f"member-warm-{'x' * 16}"
+    find_coordinator(pair, warm)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        kafka = pair.call(
+            ApiKey.CONSUMER_GROUP_HEARTBEAT, versions[0], heartbeat(warm, name, warm_member, 0)
+        )["kafka"]
+        if (kafka.get("assignment") or {}).get("topic_partitions"):
+            break
+        time.sleep(0.2)
+    pair.call(ApiKey.CONSUMER_GROUP_HEARTBEAT, versions[0], heartbeat(warm, name, warm_member, -1))
+    for version in versions:
         group = f"{name}-v{version}"
         find_coordinator(pair, group)
         member = f"member-{version}-{'x' * 16}"
