@@ -11,12 +11,13 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import signal
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from bench.harness import cost, pyclients, rdkafka, report, scenarios, tansu, targets
+from bench.harness import cost, hostmem, pyclients, rdkafka, report, scenarios, tansu, targets
 from bench.harness.clients import Client, ClientError
 from bench.harness.e2e import E2eLatency
 from bench.harness.progress import Progress
@@ -102,6 +103,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help="leave the other brokers this run started running during each broker's steps "
         "(by default they are stopped with SIGSTOP and continued after)",
+    )
+    ap.add_argument(
+        "--host-memory",
+        choices=("steady", "as-is"),
+        default="steady",
+        help="on a virtual machine with free page reporting (virtio-balloon): 'steady' "
+        "(default, needs root) pauses the reporting for the run and faults the free memory "
+        "in once before the brokers start, so no step draws memory the host must fault in "
+        "anew (bench/harness/hostmem.py); 'as-is' leaves the machine alone",
     )
     ap.add_argument("--out", type=Path, default=RESULTS, help="results directory (bench/results)")
     return ap.parse_args(argv)
@@ -191,6 +201,22 @@ def kind_of(t: Target) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    # A SIGTERM ends the run as Ctrl-C does: the brokers stop, the figures so far are
+    # written and the host memory setting is restored.
+    signal.signal(signal.SIGTERM, _interrupt)
+    with hostmem.steady(args.host_memory == "steady", _note) as host:
+        return _run(args, argv, host)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _note(text: str) -> None:
+    print(f"bench.harness: {text}", file=sys.stderr, flush=True)
+
+
+def _run(args: argparse.Namespace, argv: list[str] | None, host: dict[str, Any]) -> int:
     started = time.localtime()
     own: Target | None = None
     started_here: list[Target] = []
@@ -270,6 +296,7 @@ def main(argv: list[str] | None = None) -> int:
             }
             for t in measured
         },
+        "limits": dict(host),
         "notes": [],
         "errors": [],
     }

@@ -351,13 +351,17 @@ class Bench:
         path = self.workdir / "file-write.bin"
         self.limits["file_write_MBps"] = limits.file_write(path, self.cfg.bytes_per_run)
         self.limits["socket_to_file_MBps"] = limits.socket_to_file(path, self.cfg.bytes_per_run)
-        if limits.free_page_reporting():
+        host = str(self.limits.get("host_memory", ""))
+        if host.startswith("steady"):
+            self.note(f"host memory {host}")
+        elif limits.free_page_reporting():
             self.limits["free_page_reporting"] = True
             self.note(
                 "this virtual machine hands free memory back to its host (virtio-balloon "
-                "free page reporting): page cache taken from memory free for more than a "
-                "few seconds is faulted in anew, so writing new data runs at the file "
-                "write limit, not at memory speed; produce is also shown as a share of it"
+                "free page reporting) and it was left so: page cache taken from memory "
+                "that was free is faulted in anew by the host, so writing new data runs at "
+                "the file write limit, not at memory speed, for whichever broker's step "
+                "draws it; produce is also shown as a share of it"
             )
 
     def _limit_file(self) -> Path:
