@@ -204,8 +204,12 @@ def main(argv: list[str] | None = None) -> int:
     # A SIGTERM ends the run as Ctrl-C does: the brokers stop, the figures so far are
     # written and the host memory setting is restored.
     signal.signal(signal.SIGTERM, _interrupt)
-    with hostmem.steady(args.host_memory == "steady", _note) as host:
-        return _run(args, argv, host)
+    try:
+        with hostmem.steady(args.host_memory == "steady", _note) as host:
+            return _run(args, argv, host)
+    except KeyboardInterrupt:  # before the run began (a run ends itself on one)
+        _note("interrupted before the run began")
+        return 130
 
 
 def _interrupt(signum: int, frame: object) -> None:

@@ -351,11 +351,10 @@ class Bench:
         path = self.workdir / "file-write.bin"
         self.limits["file_write_MBps"] = limits.file_write(path, self.cfg.bytes_per_run)
         self.limits["socket_to_file_MBps"] = limits.socket_to_file(path, self.cfg.bytes_per_run)
-        host = str(self.limits.get("host_memory", ""))
-        if host.startswith("steady"):
-            self.note(f"host memory {host}")
-        elif limits.free_page_reporting():
-            self.limits["free_page_reporting"] = True
+        # The run's start recorded what was done about host memory (hostmem.steady).
+        if self.limits.get("host_memory_steady"):
+            self.note(f"host memory {self.limits['host_memory']}")
+        elif self.limits.get("free_page_reporting"):
             self.note(
                 "this virtual machine hands free memory back to its host (virtio-balloon "
                 "free page reporting) and it was left so: page cache taken from memory "
@@ -428,9 +427,9 @@ class Bench:
         machine = cost.machine_busy_seconds() - busy
         spent = {}
         for name, pid in pids.items():
-            after = cost.cpu_seconds(pid)
-            if before[name] is not None and after is not None:
-                spent[name] = after - before[name]
+            after, earlier = cost.cpu_seconds(pid), before[name]
+            if earlier is not None and after is not None:
+                spent[name] = after - earlier
         cpu = spent.pop(st.target.name, None)
         gb = run.payload_bytes / 1e9
         return run, {
